@@ -1,0 +1,59 @@
+# StackSelect: `make run` starts everything on one machine; `make test` runs lint and the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+VAR := var
+
+TEST_ENV := DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/stackselect} \
+	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-redis://127.0.0.1:6379/0} \
+	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key-not-for-production} \
+	STACKSELECT_VAR_DIR=$${STACKSELECT_VAR_DIR:-$(CURDIR)/var/test}
+
+.PHONY: run test lint pytest install install-dev browser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed-base: requirements/base.lock | $(BIN)/python
+	$(BIN)/pip install -q --require-hashes -r requirements/base.lock
+	$(BIN)/pip install -q --no-deps -e runner
+	touch $@
+
+$(VENV)/.installed-dev: requirements/dev.lock | $(BIN)/python
+	$(BIN)/pip install -q --require-hashes -r requirements/dev.lock
+	$(BIN)/pip install -q --no-deps -e runner
+	touch $@ $(VENV)/.installed-base
+
+install: $(VENV)/.installed-base
+install-dev: $(VENV)/.installed-dev
+
+$(VAR)/secret_key:
+	mkdir -p $(VAR)
+	$(BIN)/python -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+	chmod 600 $@
+
+run: install $(VAR)/secret_key
+	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py migrate --noinput -v 0
+	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py collectstatic --noinput -v 0
+	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py load_curated
+	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
+	SECRET_KEY_FILE=$(VAR)/secret_key exec $(BIN)/python manage.py run_all --bind 127.0.0.1:$(PORT)
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+pytest: install-dev
+	@$(TEST_ENV) $(BIN)/python manage.py preflight
+	$(TEST_ENV) $(BIN)/python -m pytest $(ARGS)
+
+test: install-dev browser lint pytest
+
+clean:
+	rm -rf $(VENV) $(VAR)/test

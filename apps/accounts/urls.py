@@ -1,0 +1,16 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from apps.accounts import views
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("profile/", views.profile, name="profile"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("team/switch/", views.team_switch, name="team-switch"),
+    path("team/members/", views.members, name="members"),
+    path("team/members/<int:membership_id>/remove/", views.member_remove, name="member-remove"),
+]

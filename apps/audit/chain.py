@@ -1,0 +1,55 @@
+"""The hash chain: what goes into an event's hash and how a chain is checked. No Django here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GENESIS_HASH = "0" * 64
+HASHED_FIELDS = (
+    "occurred_at",
+    "actor_type",
+    "actor_id",
+    "actor_name",
+    "team_id",
+    "request_id",
+    "action",
+    "object_type",
+    "object_id",
+    "object_repr",
+    "before",
+    "after",
+    "message",
+)
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
+    body = {name: fields[name] for name in HASHED_FIELDS}
+    return hashlib.sha256((prev_hash + canonical_json(body)).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    event_id: int
+    reason: str
+
+
+def find_first_break(
+    events: Iterable[tuple[int, str, str, Mapping[str, Any]]],
+) -> ChainBreak | None:
+    """Walk (id, prev_hash, hash, fields) in id order; return the first event that does not fit."""
+    expected_prev = GENESIS_HASH
+    for event_id, prev_hash, stored_hash, fields in events:
+        if prev_hash != expected_prev:
+            return ChainBreak(event_id, "prev_hash does not match the hash of the event before it")
+        if event_hash(prev_hash, fields) != stored_hash:
+            return ChainBreak(event_id, "content does not match its hash (the row was altered)")
+        expected_prev = stored_hash
+    return None

@@ -1,0 +1,77 @@
+"""Reading the audit trail: team scoping, the chain check, per-event diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from apps.audit.chain import ChainBreak, find_first_break
+from apps.audit.models import AuditEvent
+from apps.audit.services import hashed_view
+
+_VERIFY_BATCH = 2000
+
+
+def audit_events_visible_to(*, user: Any, team: Any) -> QuerySet[AuditEvent]:
+    """Staff read every event; everyone else reads only the current team's."""
+    events = AuditEvent.objects.all()
+    if user.is_staff:
+        return events
+    if team is None:
+        return events.none()
+    return events.filter(team=team)
+
+
+def _chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+    columns = [
+        "id",
+        "prev_hash",
+        "hash",
+        "occurred_at",
+        "actor_type",
+        "actor_id",
+        "actor_name",
+        "team_id",
+        "request_id",
+        "action",
+        "object_type",
+        "object_id",
+        "object_repr",
+        "before",
+        "after",
+        "message",
+    ]
+    for row in (
+        AuditEvent.objects.order_by("id").values(*columns).iterator(chunk_size=_VERIFY_BATCH)
+    ):
+        event_id, prev_hash, stored_hash = row.pop("id"), row.pop("prev_hash"), row.pop("hash")
+        yield event_id, prev_hash, stored_hash, hashed_view(row)
+
+
+def audit_chain_first_break() -> ChainBreak | None:
+    return find_first_break(_chain_rows())
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    before: Any
+    after: Any
+    kind: str  # added, removed, changed
+
+
+def event_diff(event: AuditEvent) -> list[FieldChange]:
+    before = event.before if isinstance(event.before, dict) else {}
+    after = event.after if isinstance(event.after, dict) else {}
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        if key not in before:
+            changes.append(FieldChange(key, None, after[key], "added"))
+        elif key not in after:
+            changes.append(FieldChange(key, before[key], None, "removed"))
+        elif before[key] != after[key]:
+            changes.append(FieldChange(key, before[key], after[key], "changed"))
+    return changes

@@ -1,0 +1,53 @@
+"""Request id propagation and per-view request metrics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+from apps.core import metrics
+from apps.core.request_context import (
+    accept_or_create_request_id,
+    reset_request_id,
+    set_request_id,
+)
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+
+class RequestIdMiddleware:
+    """Accept the caller's X-Request-ID (or make one), return it, expose it to logs and audit."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = accept_or_create_request_id(request.headers.get(REQUEST_ID_HEADER))
+        request.request_id = request_id
+        token = set_request_id(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            reset_request_id(token)
+        response[REQUEST_ID_HEADER] = request_id
+        return response
+
+
+class RequestMetricsMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        view = match.view_name if match and match.view_name else "unmatched"
+        metrics.observe_request(
+            view=view,
+            method=request.method or "",
+            status=response.status_code,
+            seconds=time.perf_counter() - started,
+        )
+        return response

@@ -1,0 +1,37 @@
+"""Home page and the operations endpoints (/healthz, /readyz, /metrics)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from apps.core import metrics
+from apps.core.selectors import readiness
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "core/home.html")
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    return JsonResponse({"status": "alive"})
+
+
+@require_GET
+def readyz(request: HttpRequest) -> HttpResponse:
+    checks = readiness()
+    ready = all(check.ok for check in checks)
+    body = {
+        "status": "ready" if ready else "not_ready",
+        "checks": {check.name: {"ok": check.ok, "detail": check.detail} for check in checks},
+    }
+    return JsonResponse(body, status=200 if ready else 503)
+
+
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")

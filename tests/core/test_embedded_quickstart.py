@@ -1,0 +1,97 @@
+"""The embedded configuration (SQLite file, filesystem broker) end to end, as `make run` uses it."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _wait_until_serving(url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "run_all exited early"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} never answered")
+
+
+def test_the_embedded_set_up_migrates_serves_and_logs_the_demo_user_in(tmp_path):
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG"}
+    }
+    env.update(STACKSELECT_VAR_DIR=str(tmp_path), SECRET_KEY="embedded-test-secret")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    _manage(env, "migrate", "--noinput")
+    _manage(env, "collectstatic", "--noinput")
+    banner = _manage(env, "bootstrap_demo", "--url", base + "/")
+    assert "Log in as  demo  /  " in banner
+    password = (tmp_path / "demo_password").read_text().strip()
+    assert password in banner
+    assert (tmp_path / "stackselect.sqlite3").exists()
+
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "run_all", "--bind", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait_until_serving(base + "/healthz", server)
+        with urllib.request.urlopen(base + "/readyz", timeout=10) as ready:
+            assert ready.status == 200
+
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        browser.open(base + "/accounts/login/", timeout=10).read()
+        csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
+        form = urllib.parse.urlencode(
+            {"username": "demo", "password": password, "csrfmiddlewaretoken": csrf}
+        )
+        with browser.open(base + "/accounts/login/", data=form.encode(), timeout=10) as home:
+            assert home.url == base + "/"
+            assert "You act for <strong>Demo team</strong>" in home.read().decode()
+    finally:
+        os.killpg(server.pid, signal.SIGINT)  # what one Ctrl-C in the terminal sends
+        output = server.communicate(timeout=30)[0].decode()
+    assert "all StackSelect processes stopped." in output
