@@ -1,0 +1,78 @@
+"""Vocabularies of the capability matrix."""
+
+from django.db import models
+
+
+class EngineKind(models.TextChoices):
+    ENGINE = "engine", "Serving engine"
+    ORCHESTRATOR = "orchestrator", "Orchestrator"
+    KV_RUNTIME = "kv_runtime", "KV runtime"
+    KERNEL_LIBRARY = "kernel_library", "Kernel library"
+
+
+class ProjectStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    MAINTENANCE = "maintenance", "Maintenance mode"
+    ARCHIVED = "archived", "Archived"
+
+
+class Vendor(models.TextChoices):
+    NVIDIA = "nvidia", "NVIDIA"
+    AMD = "amd", "AMD"
+    INTEL = "intel", "Intel"
+    GOOGLE = "google", "Google"
+    APPLE = "apple", "Apple"
+    AWS = "aws", "AWS"
+    HUAWEI = "huawei", "Huawei"
+    CPU = "cpu", "CPU"
+
+
+class Contract(models.TextChoices):
+    """The six contracts of DOMAIN.md section 2, plus hardware reach and model formats."""
+
+    SCHEDULER = "scheduler", "Scheduler"
+    KV = "kv", "KV"
+    PARALLEL_MOE = "parallel_moe", "Parallelism and MoE"
+    KERNEL_PRECISION = "kernel_precision", "Kernels and precision"
+    API_AGENT = "api_agent", "API and agent"
+    OPERATIONS = "operations", "Operations"
+    HARDWARE = "hardware", "Hardware"
+    MODEL_FORMAT = "model_format", "Model format"
+
+
+class Maturity(models.TextChoices):
+    STABLE = "stable", "Stable"
+    BETA = "beta", "Beta"
+    EXPERIMENTAL = "experimental", "Experimental"
+    DEPRECATED = "deprecated", "Deprecated"
+    UNSUPPORTED = "unsupported", "Unsupported"
+    UNKNOWN = "unknown", "Unknown"
+
+
+# How far a maturity goes toward "use it in production": a requirement of `beta` is met by
+# stable or beta. Deprecated, unsupported and unknown meet no requirement.
+MATURITY_RANK: dict[str, int] = {
+    Maturity.STABLE: 3,
+    Maturity.BETA: 2,
+    Maturity.EXPERIMENTAL: 1,
+    Maturity.DEPRECATED: 0,
+    Maturity.UNSUPPORTED: 0,
+    Maturity.UNKNOWN: 0,
+}
+
+
+def maturity_meets(maturity: str, minimum: str) -> bool:
+    return MATURITY_RANK[maturity] > 0 and MATURITY_RANK[maturity] >= MATURITY_RANK[minimum]
+
+
+class AttentionKind(models.TextChoices):
+    MHA = "mha", "Multi-head attention"
+    GQA = "gqa", "Grouped-query attention"
+    MLA = "mla", "Multi-head latent attention"
+    SLIDING = "sliding", "Sliding window (interleaved)"
+
+
+class PrefixCacheKind(models.TextChoices):
+    HASH_BLOCKS = "hash_blocks", "Hashed KV blocks"
+    RADIX_TREE = "radix_tree", "Radix tree"
+    NONE = "none", "None"

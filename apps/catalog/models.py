@@ -1,0 +1,228 @@
+"""The capability matrix: engines and their releases, kernel backends, accelerators, models,
+features, and one Capability row per (release, feature[, backend][, vendor/family]) cell.
+
+Catalog objects are global (no team); only staff (the curators) change them, through services
+that write an audit event per change. Every figure carries its source and as_of date: in a
+`sources` JSON map ({field: {"source", "as_of", "note"}}) for hardware and model figures, and
+in columns for capabilities and release defaults.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from apps.catalog.choices import (
+    AttentionKind,
+    Contract,
+    EngineKind,
+    Maturity,
+    PrefixCacheKind,
+    ProjectStatus,
+    Vendor,
+)
+
+
+class Engine(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=20, choices=EngineKind.choices)
+    homepage = models.URLField(blank=True)
+    licence = models.CharField(max_length=60, blank=True)
+    status = models.CharField(
+        max_length=20, choices=ProjectStatus.choices, default=ProjectStatus.ACTIVE
+    )
+    status_as_of = models.DateField(null=True, blank=True)
+    status_source = models.CharField(max_length=500, blank=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EngineRelease(models.Model):
+    """One version of an engine, with the scheduler defaults a simulator needs."""
+
+    engine = models.ForeignKey(Engine, on_delete=models.CASCADE, related_name="releases")
+    version = models.CharField(max_length=40)
+    release_date = models.DateField(null=True, blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    as_of = models.DateField(null=True, blank=True)
+    max_num_batched_tokens = models.PositiveIntegerField(null=True, blank=True)
+    max_num_seqs = models.PositiveIntegerField(null=True, blank=True)
+    kv_block_size = models.PositiveIntegerField(null=True, blank=True)
+    chunked_prefill_default = models.BooleanField(null=True, blank=True)
+    prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
+    defaults_source = models.CharField(max_length=500, blank=True)
+    defaults_as_of = models.DateField(null=True, blank=True)
+    needs_review = models.BooleanField(
+        default=False, help_text="Copied forward; a curator must confirm it."
+    )
+
+    class Meta:
+        ordering = ["engine__name", "-release_date", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["engine", "version"], name="one_release_per_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.engine.name} {self.version}"
+
+    @property
+    def major_version(self) -> str:
+        return self.version.split(".", 1)[0]
+
+
+class KernelBackend(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    homepage = models.URLField(blank=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ReleaseBackend(models.Model):
+    """A kernel backend an engine release can run, and on which vendors' hardware."""
+
+    release = models.ForeignKey(EngineRelease, on_delete=models.CASCADE, related_name="backends")
+    backend = models.ForeignKey(KernelBackend, on_delete=models.PROTECT, related_name="releases")
+    vendors = models.JSONField(default=list, help_text='Vendor words, e.g. ["nvidia", "amd"].')
+    is_default = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["release", "backend__name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "backend"], name="one_backend_row_per_release"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.release} on {self.backend}"
+
+
+class Accelerator(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    vendor = models.CharField(max_length=20, choices=Vendor.choices)
+    family = models.CharField(max_length=40, blank=True)
+    name = models.CharField(max_length=120)
+    memory_gb = models.FloatField(null=True, blank=True)
+    bandwidth_tbps = models.FloatField(null=True, blank=True)
+    bf16_tflops = models.FloatField(null=True, blank=True)
+    fp8_tflops = models.FloatField(null=True, blank=True)
+    fp4_tflops = models.FloatField(null=True, blank=True)
+    interconnect = models.CharField(max_length=120, blank=True)
+    interconnect_gbps = models.FloatField(
+        null=True, blank=True, help_text="Per direction, per device."
+    )
+    tdp_w = models.FloatField(null=True, blank=True)
+    sources = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["vendor", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ModelSpec(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=120)
+    family = models.CharField(max_length=40)
+    architecture = models.CharField(
+        max_length=64, help_text="The arch_* feature key engines must support."
+    )
+    checkpoint = models.CharField(max_length=200, blank=True)
+    native_dtype = models.CharField(max_length=16, blank=True, help_text="Empty when unsourced.")
+    params_total_b = models.FloatField()
+    params_active_b = models.FloatField()
+    layers = models.PositiveIntegerField()
+    hidden_size = models.PositiveIntegerField()
+    intermediate_size = models.PositiveIntegerField(null=True, blank=True)
+    attention_heads = models.PositiveIntegerField()
+    kv_heads = models.PositiveIntegerField()
+    head_dim = models.PositiveIntegerField()
+    attention_kind = models.CharField(max_length=10, choices=AttentionKind.choices)
+    sliding_window = models.PositiveIntegerField(null=True, blank=True)
+    sliding_window_layers = models.PositiveIntegerField(null=True, blank=True)
+    kv_lora_rank = models.PositiveIntegerField(null=True, blank=True)
+    qk_rope_head_dim = models.PositiveIntegerField(null=True, blank=True)
+    experts_total = models.PositiveIntegerField(null=True, blank=True)
+    experts_active = models.PositiveIntegerField(null=True, blank=True)
+    max_context = models.PositiveIntegerField(null=True, blank=True)
+    vocab_size = models.PositiveIntegerField(null=True, blank=True)
+    sources = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["family", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.experts_total)
+
+
+class Feature(models.Model):
+    key = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    contract = models.CharField(max_length=20, choices=Contract.choices)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["contract", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Capability(models.Model):
+    """One cell: how mature `feature` is in `release`, optionally only with a backend or vendor."""
+
+    release = models.ForeignKey(
+        EngineRelease, on_delete=models.CASCADE, related_name="capabilities"
+    )
+    feature = models.ForeignKey(Feature, on_delete=models.PROTECT, related_name="capabilities")
+    backend = models.ForeignKey(
+        KernelBackend, null=True, blank=True, on_delete=models.PROTECT, related_name="capabilities"
+    )
+    vendor = models.CharField(max_length=20, choices=Vendor.choices, blank=True)
+    family = models.CharField(max_length=40, blank=True)
+    maturity = models.CharField(max_length=16, choices=Maturity.choices)
+    note = models.TextField(blank=True)
+    evidence_url = models.URLField(max_length=500)
+    as_of = models.DateField()
+    verified_by = models.CharField(max_length=120, blank=True)
+    needs_review = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["release", "feature"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "feature", "vendor", "family"],
+                condition=Q(backend__isnull=True),
+                name="one_cell_without_backend",
+            ),
+            models.UniqueConstraint(
+                fields=["release", "feature", "backend", "vendor", "family"],
+                condition=Q(backend__isnull=False),
+                name="one_cell_with_backend",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        scope = " ".join(
+            part for part in (self.backend and self.backend.slug, self.vendor, self.family) if part
+        )
+        return (
+            f"{self.release} · {self.feature.key}{f' [{scope}]' if scope else ''}: {self.maturity}"
+        )
