@@ -5,3 +5,6 @@ class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
     verbose_name = "Teams and accounts"
+
+    def ready(self) -> None:
+        from apps.accounts import schema  # noqa: F401  (registers the OpenAPI auth extension)
