@@ -1,0 +1,174 @@
+"""The engine adapter interface and the managed engine process.
+
+An adapter only describes an engine (command, environment, readiness, version); launching,
+readiness polling, log capture and the SIGTERM-then-SIGKILL stop are shared here so each
+real engine (vLLM, SGLang, ...) adds a small subclass and a `register_engine` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TextIO
+
+READINESS_POLL_S = 0.1
+PROBE_TIMEOUT_S = 2.0
+LOG_TAIL_CHARS = 2000
+
+
+class EngineStartError(RuntimeError):
+    """The engine exited or never became ready; the message carries the log tail."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """What to launch: `options` are engine-specific settings (e.g. max_num_seqs)."""
+
+    model: str
+    port: int
+    log_path: Path
+    host: str = "127.0.0.1"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def free_loopback_port() -> int:
+    """A port that was free a moment ago on 127.0.0.1 (the engine binds it right after)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _http_get(url: str) -> tuple[int, bytes] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT_S) as response:
+            return response.status, response.read()
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+class EngineAdapter(ABC):
+    """Describes how to run one engine; subclasses set `slug` and `build_command`."""
+
+    slug: ClassVar[str]
+
+    @abstractmethod
+    def build_command(self, launch: LaunchSpec) -> list[str]: ...
+
+    def build_env(self, launch: LaunchSpec) -> dict[str, str]:
+        return {**os.environ, **launch.env}
+
+    def readiness_url(self, launch: LaunchSpec) -> str:
+        return launch.base_url + "/health"
+
+    def is_ready(self, launch: LaunchSpec) -> bool:
+        reply = _http_get(self.readiness_url(launch))
+        return reply is not None and reply[0] == 200
+
+    def version(self, launch: LaunchSpec) -> str | None:
+        """The engine's self-reported version (`GET /version`), None when it does not say."""
+        reply = _http_get(launch.base_url + "/version")
+        if reply is None or reply[0] != 200:
+            return None
+        try:
+            version = json.loads(reply[1]).get("version")
+        except (ValueError, AttributeError):
+            return None
+        return str(version) if version is not None else None
+
+    def start(self, launch: LaunchSpec) -> EngineProcess:
+        return EngineProcess.launch(self, launch)
+
+
+class EngineProcess:
+    """A running engine in its own process group, with stdout and stderr in a log file."""
+
+    def __init__(
+        self,
+        adapter: EngineAdapter,
+        launch: LaunchSpec,
+        popen: subprocess.Popen[bytes],
+        log: TextIO,
+    ) -> None:
+        self.adapter = adapter
+        self.launch_spec = launch
+        self.popen = popen
+        self._log = log
+
+    @classmethod
+    def launch(cls, adapter: EngineAdapter, launch: LaunchSpec) -> EngineProcess:
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = launch.log_path.open("a")
+        popen = subprocess.Popen(
+            adapter.build_command(launch),
+            env=adapter.build_env(launch),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return cls(adapter, launch, popen, log)
+
+    def __enter__(self) -> EngineProcess:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self) -> str:
+        self._log.flush()
+        return self.launch_spec.log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Poll readiness until `timeout_s`; raise EngineStartError if it exits or times out."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise EngineStartError(
+                    f"engine exited with code {self.popen.returncode}:\n{self.log_tail()}"
+                )
+            if self.adapter.is_ready(self.launch_spec):
+                return
+            time.sleep(READINESS_POLL_S)
+        raise EngineStartError(f"engine not ready after {timeout_s:g}s:\n{self.log_tail()}")
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signum)
+
+    def stop(self, grace_s: float = 10.0) -> int:
+        """SIGTERM the process group, SIGKILL it after `grace_s`; reap and return the exit code."""
+        if self.running:
+            self._signal_group(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.popen.wait()
+        # Children that outlived the leader would keep GPU memory; end the whole group.
+        self._signal_group(signal.SIGKILL)
+        self._log.close()
+        return self.popen.returncode
