@@ -1,0 +1,687 @@
+"""Request-level discrete-event simulation of one replica's continuous-batching scheduler.
+
+The scheduler follows vLLM's unified (V1-style) loop: every step first gives each decoding
+sequence one token, then continues partial prefills, then admits waiting requests in arrival
+order, all within a token budget. KV memory is counted in blocks; when a running sequence needs a
+block and none is free, the newest running sequence is preempted and later recomputed. A step
+lasts `StepCost.step_seconds` of the tokens it processes.
+
+Prefix caching is simplified: a prefix group counts as cached once any request has computed its
+prefix, and stays cached (no eviction). A hit skips the compute of the prefix's whole blocks, but
+the request still holds its own blocks for them: the memory saved by sharing is not modelled.
+Requests longer (prompt + output) than the KV cache, or without chunked prefill longer than the
+token budget, are rejected on arrival, as an engine refuses prompts beyond its max_model_len.
+
+Decoding sequences are not visited one by one per step: each keeps its start step, and two heaps
+hold the steps at which it needs its next KV block and at which it finishes. A run costs about
+O(steps + requests * (1 + tokens / block size) * log n), so 10,000 requests take seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from apps.selections.estimator import StepCost
+from apps.selections.workload import OpenLoopArrivals, Request, Workload, generate_requests
+
+FINISHED = "finished"
+REJECTED = "rejected"
+UNFINISHED = "unfinished"
+
+_WAITING, _PREFILLING, _DECODING, _DONE = range(4)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Scheduler budgets of one replica, named after vLLM's options.
+
+    kv_capacity_tokens usually comes from estimator.estimate_memory().kv_capacity_tokens.
+    """
+
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_capacity_tokens: int
+    kv_block_size: int = 16
+    chunked_prefill: bool = True
+    prefix_caching: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_batched_tokens", "max_num_seqs", "kv_block_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            # vLLM enforces the same, so every running sequence can decode in every step.
+            raise ValueError("max_num_batched_tokens: must be >= max_num_seqs")
+        if self.kv_capacity_tokens < self.kv_block_size:
+            raise ValueError("kv_capacity_tokens: must hold at least one block")
+
+    @property
+    def total_blocks(self) -> int:
+        return self.kv_capacity_tokens // self.kv_block_size
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.kv_block_size)
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Latency targets (None = no target) and how strictly they must hold.
+
+    A request meets the SLO when every set target holds for it; `attainment` is the share of all
+    requests that must meet it, and `percentile` is the percentile of each metric (over all
+    requests, unfinished ones counting as infinitely slow) that must stay within its target.
+    """
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    percentile: float = 99.0
+    attainment: float = 0.99
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name}: must be positive when given")
+        if not 0 < self.percentile <= 100:
+            raise ValueError("percentile: must be in (0, 100]")
+        if not 0 < self.attainment <= 1:
+            raise ValueError("attainment: must be in (0, 1]")
+
+    def targets(self) -> dict[str, float]:
+        named = {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms}
+        return {metric: target for metric, target in named.items() if target is not None}
+
+
+@dataclass(frozen=True)
+class RequestOutcome:
+    """What happened to one request. Times in seconds from the start; latencies in ms.
+
+    tpot_ms = (e2e - ttft) / (output_tokens - 1); None for single-token outputs.
+    Rejected requests could never fit (KV capacity, or the batch budget without chunked prefill).
+    """
+
+    index: int
+    status: str
+    input_tokens: int
+    output_tokens: int
+    arrival_s: float | None
+    first_token_s: float | None
+    finish_s: float | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    e2e_ms: float | None
+    preemptions: int
+
+    def meets(self, slo: SLO) -> bool:
+        if self.status != FINISHED:
+            return False
+        return all(
+            getattr(self, metric) is None or getattr(self, metric) <= target
+            for metric, target in slo.targets().items()
+        )
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    mean: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Percentiles | None:
+        if not values:
+            return None
+        p50, p90, p95, p99 = np.percentile(values, [50, 90, 95, 99])
+        return cls(float(np.mean(values)), float(p50), float(p90), float(p95), float(p99))
+
+
+@dataclass(frozen=True)
+class SimSummary:
+    """Run-level figures. Percentiles cover finished requests; the SLO fields are None without
+    an SLO. Duration runs from the first arrival to the last finish."""
+
+    requests: int
+    finished: int
+    rejected: int
+    unfinished: int
+    duration_s: float
+    throughput_rps: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    preemptions: int
+    prefix_hit_tokens: int
+    steps: int
+    mean_batch_tokens: float
+    ttft_ms: Percentiles | None
+    tpot_ms: Percentiles | None
+    e2e_ms: Percentiles | None
+    attainment: float | None
+    goodput_rps: float | None
+    percentiles_within_slo: bool | None
+    slo_met: bool | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    rows: list[RequestOutcome]
+    summary: SimSummary
+
+    def as_dict(self) -> dict:
+        return {"summary": self.summary.as_dict(), "requests": [asdict(row) for row in self.rows]}
+
+
+class _Seq:
+    """Mutable scheduler state of one request."""
+
+    __slots__ = (
+        "arrival_s",
+        "blocks",
+        "decode_base_computed",
+        "decode_base_generated",
+        "decode_start",
+        "epoch",
+        "finish_step",
+        "first_token_s",
+        "generated",
+        "num_computed",
+        "num_known",
+        "order",
+        "preemptions",
+        "request",
+        "state",
+    )
+
+    def __init__(self, request: Request, arrival_s: float) -> None:
+        self.request = request
+        self.arrival_s = arrival_s
+        self.state = _WAITING
+        self.num_known = request.input_tokens  # tokens whose KV must exist before sampling
+        self.num_computed = 0
+        self.generated = 0
+        self.blocks = 0
+        self.order = -1
+        self.epoch = 0
+        self.preemptions = 0
+        self.first_token_s: float | None = None
+        self.decode_start = self.decode_base_computed = self.decode_base_generated = 0
+        self.finish_step = 0
+
+
+class _Engine:
+    def __init__(
+        self,
+        requests: Sequence[Request],
+        step_cost: StepCost,
+        config: EngineConfig,
+        max_sim_seconds: float | None,
+        concurrency: int | None,
+    ) -> None:
+        self.cost = step_cost
+        self.config = config
+        self.max_sim_seconds = max_sim_seconds
+        self.closed_loop = concurrency is not None
+        self.pending = deque(
+            requests if self.closed_loop else sorted(requests, key=lambda r: (r.arrival_s, r.index))
+        )
+        self.clock = 0.0
+        self.step_index = 0
+        self.free_blocks = config.total_blocks
+        self.waiting: deque[_Seq] = deque()
+        self.running: OrderedDict[int, _Seq] = OrderedDict()  # admission order, newest last
+        self.prefilling: list[_Seq] = []
+        self.decoders = 0
+        self.decoder_computed = 0  # sum of num_computed over decoding sequences
+        self.block_events: list[tuple[int, int, int, _Seq]] = []
+        self.finish_events: list[tuple[int, int, int, _Seq]] = []
+        self.next_order = 0
+        self.cached_groups: set[int] = set()
+        self.prefix_hit_tokens = 0
+        self.batch_tokens = 0
+        self.outcomes: dict[int, RequestOutcome] = {}
+        self.in_flight: list[_Seq] = []
+        self._fill_clients(concurrency or 0)
+
+    # ------------------------------------------------------------ main loop
+
+    def run(self) -> list[RequestOutcome]:
+        while True:
+            if not self.closed_loop:
+                while self.pending and self.pending[0].arrival_s <= self.clock:
+                    request = self.pending.popleft()
+                    self._arrive(request, request.arrival_s)
+            if self.running or self.waiting:
+                self._step()
+            elif self.closed_loop or not self.pending:
+                break
+            else:
+                self.clock = self.pending[0].arrival_s
+            if self.max_sim_seconds is not None and self.clock >= self.max_sim_seconds:
+                break
+        return self._rows()
+
+    def _arrive(self, request: Request, arrival_s: float) -> bool:
+        """Queue a request, or reject it when it could never fit; True when queued."""
+        total = request.input_tokens + request.output_tokens
+        too_long = not self.config.chunked_prefill and total > self.config.max_num_batched_tokens
+        if too_long or self.config.blocks_for(total) > self.config.total_blocks:
+            self._record(request, REJECTED, arrival_s, preemptions=0)
+            return False
+        seq = _Seq(request, arrival_s)
+        self.in_flight.append(seq)
+        self.waiting.append(seq)
+        return True
+
+    def _fill_clients(self, clients: int) -> None:
+        """Closed loop: the given number of idle clients each send their next request now."""
+        while clients and self.closed_loop and self.pending:
+            if self._arrive(self.pending.popleft(), self.clock):
+                clients -= 1
+
+    # ------------------------------------------------------------ one step
+
+    def _step(self) -> None:
+        step = self.step_index
+        self._grow_decoders(step)
+        chunks: list[tuple[_Seq, int]] = []
+        budget = self._continue_prefills(self.config.max_num_batched_tokens - self.decoders, chunks)
+        self._admit_waiting(budget, chunks)
+        decoders = self.decoders
+        tokens = decoders
+        kv_read = attn = self.decoder_computed + decoders
+        for seq, chunk in chunks:
+            start, end = seq.num_computed, seq.num_computed + chunk
+            tokens += chunk
+            kv_read += end
+            attn += (end * (end + 1) - start * (start + 1)) // 2
+        if tokens == 0:
+            raise RuntimeError("scheduler made no progress")  # would be a bug, not bad input
+        self.clock += self.cost.step_seconds(tokens, kv_read, attn)
+        self.batch_tokens += tokens
+        self.decoder_computed += decoders
+        for seq, chunk in chunks:
+            self._after_chunk(seq, chunk, step)
+        self._retire_decoders(step)
+        self.step_index += 1
+
+    def _grow_decoders(self, step: int) -> None:
+        """Give each decoder due for a new KV block this step its block, preempting if needed."""
+        block_size = self.config.kv_block_size
+        while self.block_events and self.block_events[0][0] <= step:
+            due, _, epoch, seq = heapq.heappop(self.block_events)
+            if seq.epoch != epoch or seq.state != _DECODING:
+                continue
+            if self._reserve_blocks(seq, 1, step) and due + block_size <= seq.finish_step:
+                heapq.heappush(self.block_events, (due + block_size, seq.order, epoch, seq))
+
+    def _continue_prefills(self, budget: int, chunks: list[tuple[_Seq, int]]) -> int:
+        for seq in list(self.prefilling):
+            if budget <= 0:
+                break
+            if seq.state != _PREFILLING:
+                continue  # preempted for an older sequence earlier in this loop
+            chunk = min(seq.num_known - seq.num_computed, budget)
+            extra = self.config.blocks_for(seq.num_computed + chunk) - seq.blocks
+            if not self._reserve_blocks(seq, extra, self.step_index):
+                break  # it was the newest running sequence, so nothing after it runs either
+            chunks.append((seq, chunk))
+            budget -= chunk
+        return budget
+
+    def _admit_waiting(self, budget: int, chunks: list[tuple[_Seq, int]]) -> None:
+        config = self.config
+        while self.waiting and budget > 0 and len(self.running) < config.max_num_seqs:
+            seq = self.waiting[0]
+            cached = self._prefix_hit(seq)
+            need = seq.num_known - cached
+            chunk = min(need, budget)
+            if chunk < need and not config.chunked_prefill:
+                break
+            blocks = config.blocks_for(cached + chunk)
+            if blocks > self.free_blocks:
+                break
+            self.waiting.popleft()
+            self.prefix_hit_tokens += cached
+            seq.num_computed = cached
+            seq.blocks = blocks
+            self.free_blocks -= blocks
+            seq.order = self.next_order
+            self.next_order += 1
+            seq.state = _PREFILLING
+            self.running[seq.order] = seq
+            self.prefilling.append(seq)
+            chunks.append((seq, chunk))
+            budget -= chunk
+
+    def _prefix_hit(self, seq: _Seq) -> int:
+        """Tokens of a cached shared prefix, in whole blocks, leaving one token to compute."""
+        request = seq.request
+        if not self.config.prefix_caching or request.prefix_group not in self.cached_groups:
+            return 0
+        reusable = min(request.prefix_tokens, seq.num_known - 1)
+        return reusable - reusable % self.config.kv_block_size
+
+    def _after_chunk(self, seq: _Seq, chunk: int, step: int) -> None:
+        seq.num_computed += chunk
+        request = seq.request
+        if request.prefix_group is not None and seq.num_computed >= request.prefix_tokens:
+            self.cached_groups.add(request.prefix_group)
+        if seq.num_computed < seq.num_known:
+            return
+        self.prefilling.remove(seq)
+        seq.generated += 1
+        seq.num_known += 1
+        if seq.first_token_s is None:
+            seq.first_token_s = self.clock
+        if seq.generated >= request.output_tokens:
+            self._complete(seq)
+        else:
+            self._start_decoding(seq, step + 1)
+
+    def _start_decoding(self, seq: _Seq, first_step: int) -> None:
+        seq.state = _DECODING
+        seq.decode_start = first_step
+        seq.decode_base_computed = seq.num_computed
+        seq.decode_base_generated = seq.generated
+        seq.finish_step = first_step + seq.request.output_tokens - seq.generated - 1
+        self.decoders += 1
+        self.decoder_computed += seq.num_computed
+        heapq.heappush(self.finish_events, (seq.finish_step, seq.order, seq.epoch, seq))
+        # The step whose token overflows the blocks held: computed before it = blocks * size.
+        block_due = first_step + seq.blocks * self.config.kv_block_size - seq.num_computed
+        if block_due <= seq.finish_step:
+            heapq.heappush(self.block_events, (block_due, seq.order, seq.epoch, seq))
+
+    def _retire_decoders(self, step: int) -> None:
+        while self.finish_events and self.finish_events[0][0] <= step:
+            _, _, epoch, seq = heapq.heappop(self.finish_events)
+            if seq.epoch != epoch or seq.state != _DECODING:
+                continue
+            self._leave_decoding(seq, step + 1)
+            self._complete(seq)
+
+    def _leave_decoding(self, seq: _Seq, steps_done_until: int) -> None:
+        """Bring a decoder's counters up to date after the steps before `steps_done_until`."""
+        done = steps_done_until - seq.decode_start
+        seq.num_computed = seq.decode_base_computed + done
+        seq.generated = seq.decode_base_generated + done
+        self.decoders -= 1
+        self.decoder_computed -= seq.num_computed
+
+    # ------------------------------------------------------------ memory
+
+    def _reserve_blocks(self, seq: _Seq, count: int, step: int) -> bool:
+        """Take `count` free blocks for seq, preempting the newest running sequences as needed.
+
+        Returns False when seq itself had to be preempted.
+        """
+        while self.free_blocks < count:
+            _, victim = self.running.popitem(last=True)
+            self._preempt(victim, step)
+            if victim is seq:
+                return False
+        self.free_blocks -= count
+        seq.blocks += count
+        return True
+
+    def _preempt(self, seq: _Seq, step: int) -> None:
+        """Drop seq's KV and requeue it at the front; it recomputes prompt plus output so far."""
+        if seq.state == _DECODING:
+            self._leave_decoding(seq, step)
+        else:
+            self.prefilling.remove(seq)
+        self.free_blocks += seq.blocks
+        seq.blocks = 0
+        seq.num_computed = 0
+        seq.num_known = seq.request.input_tokens + seq.generated
+        seq.epoch += 1
+        seq.preemptions += 1
+        seq.state = _WAITING
+        self.waiting.appendleft(seq)
+
+    def _complete(self, seq: _Seq) -> None:
+        del self.running[seq.order]
+        self.free_blocks += seq.blocks
+        seq.blocks = 0
+        seq.state = _DONE
+        self._record(seq.request, FINISHED, seq.arrival_s, seq.preemptions, seq.first_token_s)
+        self._fill_clients(1)
+
+    # ------------------------------------------------------------ results
+
+    def _record(
+        self,
+        request: Request,
+        status: str,
+        arrival_s: float | None,
+        preemptions: int,
+        first_token_s: float | None = None,
+    ) -> None:
+        finish_s = self.clock if status == FINISHED else None
+        ttft = e2e = tpot = None
+        if finish_s is not None and first_token_s is not None and arrival_s is not None:
+            ttft = (first_token_s - arrival_s) * 1e3
+            e2e = (finish_s - arrival_s) * 1e3
+            if request.output_tokens > 1:
+                tpot = (e2e - ttft) / (request.output_tokens - 1)
+        self.outcomes[request.index] = RequestOutcome(
+            index=request.index,
+            status=status,
+            input_tokens=request.input_tokens,
+            output_tokens=request.output_tokens,
+            arrival_s=arrival_s,
+            first_token_s=first_token_s,
+            finish_s=finish_s,
+            ttft_ms=ttft,
+            tpot_ms=tpot,
+            e2e_ms=e2e,
+            preemptions=preemptions,
+        )
+
+    def _rows(self) -> list[RequestOutcome]:
+        for seq in self.in_flight:
+            if seq.state != _DONE:
+                self._record(seq.request, UNFINISHED, seq.arrival_s, seq.preemptions)
+        for request in self.pending:
+            arrival = None if self.closed_loop else request.arrival_s
+            self._record(request, UNFINISHED, arrival, preemptions=0)
+        return [self.outcomes[index] for index in sorted(self.outcomes)]
+
+
+def simulate(
+    requests: Sequence[Request],
+    step_cost: StepCost,
+    config: EngineConfig,
+    max_sim_seconds: float | None = None,
+    *,
+    slo: SLO | None = None,
+    concurrency: int | None = None,
+) -> SimResult:
+    """Run the requests through one replica and summarise.
+
+    Open loop by default (requests arrive at arrival_s). With `concurrency`, closed loop:
+    that many clients each send the next request, in index order, when their previous one ends.
+    The simulation is deterministic: the same inputs always give the same result.
+    """
+    if len({request.index for request in requests}) != len(requests):
+        raise ValueError("requests: indexes must be unique")
+    for request in requests:
+        if request.input_tokens < 1 or request.output_tokens < 1:
+            raise ValueError(f"requests[{request.index}]: input and output tokens must be >= 1")
+    if concurrency is not None and concurrency < 1:
+        raise ValueError("concurrency: must be at least 1")
+    if max_sim_seconds is not None and not max_sim_seconds > 0:
+        raise ValueError("max_sim_seconds: must be positive")
+    engine = _Engine(requests, step_cost, config, max_sim_seconds, concurrency)
+    rows = engine.run()
+    summary = _summarize(
+        rows,
+        slo=slo,
+        prefix_hit_tokens=engine.prefix_hit_tokens,
+        steps=engine.step_index,
+        batch_tokens=engine.batch_tokens,
+    )
+    return SimResult(rows=rows, summary=summary)
+
+
+def _percentile_with_misses(rows: Sequence[RequestOutcome], metric: str, q: float) -> float:
+    values = [
+        math.inf if row.status != FINISHED else getattr(row, metric)
+        for row in rows
+        if row.status != FINISHED or getattr(row, metric) is not None
+    ]
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def _summarize(
+    rows: Sequence[RequestOutcome],
+    *,
+    slo: SLO | None,
+    prefix_hit_tokens: int,
+    steps: int,
+    batch_tokens: int,
+) -> SimSummary:
+    done = [row for row in rows if row.status == FINISHED]
+    arrivals = [row.arrival_s for row in rows if row.arrival_s is not None]
+    start = min(arrivals) if arrivals else 0.0
+    duration = max((row.finish_s or 0.0 for row in done), default=start) - start
+    per_s = 1 / duration if duration > 0 else 0.0
+    output_tokens = sum(row.output_tokens for row in done)
+    attainment = goodput = within = met = None
+    if slo is not None and rows:
+        meeting = sum(row.meets(slo) for row in rows)
+        attainment = meeting / len(rows)
+        goodput = meeting * per_s
+        within = all(
+            _percentile_with_misses(rows, metric, slo.percentile) <= target
+            for metric, target in slo.targets().items()
+        )
+        met = within and attainment >= slo.attainment
+    return SimSummary(
+        requests=len(rows),
+        finished=len(done),
+        rejected=sum(row.status == REJECTED for row in rows),
+        unfinished=sum(row.status == UNFINISHED for row in rows),
+        duration_s=duration,
+        throughput_rps=len(done) * per_s,
+        output_tokens_per_s=output_tokens * per_s,
+        total_tokens_per_s=(output_tokens + sum(row.input_tokens for row in done)) * per_s,
+        preemptions=sum(row.preemptions for row in rows),
+        prefix_hit_tokens=prefix_hit_tokens,
+        steps=steps,
+        mean_batch_tokens=batch_tokens / steps if steps else 0.0,
+        ttft_ms=Percentiles.of([row.ttft_ms for row in done if row.ttft_ms is not None]),
+        tpot_ms=Percentiles.of([row.tpot_ms for row in done if row.tpot_ms is not None]),
+        e2e_ms=Percentiles.of([row.e2e_ms for row in done if row.e2e_ms is not None]),
+        attainment=attainment,
+        goodput_rps=goodput,
+        percentiles_within_slo=within,
+        slo_met=met,
+    )
+
+
+# ---------------------------------------------------------------- load sweeps
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    rate_rps: float
+    summary: SimSummary
+
+
+@dataclass(frozen=True)
+class RateSearch:
+    """Highest offered rate found to meet the SLO (0 when none does) and its run's summary."""
+
+    rate_rps: float
+    summary: SimSummary | None
+    simulations: int
+
+
+def _open_loop(workload: Workload) -> OpenLoopArrivals:
+    if not isinstance(workload.arrival, OpenLoopArrivals):
+        raise ValueError("arrival: load sweeps need an open-loop arrival process")
+    return workload.arrival
+
+
+def goodput_curve(
+    workload: Workload,
+    rates: Sequence[float],
+    *,
+    n: int,
+    seed: int,
+    step_cost: StepCost,
+    config: EngineConfig,
+    slo: SLO,
+    max_sim_seconds: float | None = None,
+) -> list[CurvePoint]:
+    """Simulate the same seeded request set at each offered rate (requests/s)."""
+    _open_loop(workload)
+    points = []
+    for rate in rates:
+        requests = generate_requests(workload, n, seed, rate_rps=rate)
+        result = simulate(requests, step_cost, config, max_sim_seconds, slo=slo)
+        points.append(CurvePoint(rate_rps=rate, summary=result.summary))
+    return points
+
+
+def max_rate_meeting_slo(
+    workload: Workload,
+    *,
+    n: int,
+    seed: int,
+    step_cost: StepCost,
+    config: EngineConfig,
+    slo: SLO,
+    tolerance: float = 0.02,
+    max_sim_seconds: float | None = None,
+) -> RateSearch:
+    """Bisect the offered rate until the bracket is within `tolerance` of its upper end.
+
+    The first bracket comes from a saturation probe (all n requests at time 0): the throughput
+    it reaches bounds any sustainable rate; it is doubled until the SLO fails there. The search
+    gives up (rate 0) below a thousandth of the probe's throughput.
+    """
+    _open_loop(workload)
+    if not 0 < tolerance < 1:
+        raise ValueError("tolerance: must be in (0, 1)")
+    simulations = 0
+
+    def run(rate: float) -> SimSummary:
+        nonlocal simulations
+        simulations += 1
+        requests = generate_requests(workload, n, seed, rate_rps=rate)
+        return simulate(requests, step_cost, config, max_sim_seconds, slo=slo).summary
+
+    burst = [replace(request, arrival_s=0.0) for request in generate_requests(workload, n, seed)]
+    probe = simulate(burst, step_cost, config, max_sim_seconds).summary
+    simulations += 1
+    high = max(probe.throughput_rps, 1e-6)
+    floor = high / 1000
+    low, best = 0.0, None
+    for _ in range(30):
+        summary = run(high)
+        if not summary.slo_met:
+            break
+        low, best = high, summary
+        high *= 2
+    while high - low > tolerance * high and high > floor:
+        middle = (low + high) / 2
+        summary = run(middle)
+        if summary.slo_met:
+            low, best = middle, summary
+        else:
+            high = middle
+    return RateSearch(rate_rps=low, summary=best, simulations=simulations)

@@ -1,0 +1,416 @@
+"""Workload description and fixed-seed request generation for the simulator and the load harness.
+
+A workload is input and output length distributions, an arrival process and prefix sharing. The
+same seed always yields the same requests, and an open-loop process draws its gaps at a unit rate
+first, so the arrivals for any other rate are the same draw divided by the rate: a rate search
+then compares loads on identical request sets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+Rng = np.random.Generator
+
+
+def _number(data: Mapping[str, Any], key: str, where: str, *, minimum: float = 0.0) -> float:
+    """Read a finite number >= minimum, naming the field in the error."""
+    if key not in data:
+        raise ValueError(f"{where}.{key}: is required")
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{where}.{key}: must be a finite number, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{where}.{key}: must be >= {minimum}, got {value!r}")
+    return float(value)
+
+
+def _numbers(data: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
+    values = data.get(key)
+    if not isinstance(values, list | tuple) or not values:
+        raise ValueError(f"{where}.{key}: must be a non-empty list of numbers")
+    return tuple(_number({key: value}, key, where) for value in values)
+
+
+def _bounds(data: Mapping[str, Any], where: str) -> tuple[float, float]:
+    low = _number(data, "min", where, minimum=1) if "min" in data else 1.0
+    high = _number(data, "max", where, minimum=1) if "max" in data else math.inf
+    if high < low:
+        raise ValueError(f"{where}.max: must be >= min")
+    return low, high
+
+
+def _to_tokens(samples: np.ndarray, low: float, high: float) -> np.ndarray:
+    return np.rint(np.clip(samples, low, high)).astype(np.int64).clip(min=1)
+
+
+# ---------------------------------------------------------------- lengths
+
+
+class LengthDistribution(Protocol):
+    def sample(self, rng: Rng, n: int) -> np.ndarray: ...
+
+    def mean(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class FixedLength:
+    value: int
+
+    def sample(self, rng: Rng, n: int) -> np.ndarray:
+        return np.full(n, self.value, dtype=np.int64)
+
+    def mean(self) -> float:
+        return float(self.value)
+
+
+@dataclass(frozen=True)
+class NormalLength:
+    """Normal lengths clipped to [min, max] and rounded."""
+
+    mean_tokens: float
+    std: float
+    low: float = 1.0
+    high: float = math.inf
+
+    def sample(self, rng: Rng, n: int) -> np.ndarray:
+        return _to_tokens(rng.normal(self.mean_tokens, self.std, n), self.low, self.high)
+
+    def mean(self) -> float:
+        return self.mean_tokens
+
+
+@dataclass(frozen=True)
+class LognormalLength:
+    """Lognormal lengths given by their median (exp of mu) and sigma of the underlying normal.
+
+    The median is what people read off a length histogram; the mean is median * exp(sigma^2/2).
+    """
+
+    median: float
+    sigma: float
+    low: float = 1.0
+    high: float = math.inf
+
+    def sample(self, rng: Rng, n: int) -> np.ndarray:
+        samples = rng.lognormal(math.log(self.median), self.sigma, n)
+        return _to_tokens(samples, self.low, self.high)
+
+    def mean(self) -> float:
+        return self.median * math.exp(self.sigma**2 / 2)
+
+
+@dataclass(frozen=True)
+class EmpiricalLength:
+    """Lengths resampled uniformly, with replacement, from observed values."""
+
+    values: tuple[int, ...]
+
+    def sample(self, rng: Rng, n: int) -> np.ndarray:
+        return rng.choice(np.asarray(self.values, dtype=np.int64), size=n, replace=True)
+
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+
+def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistribution:
+    """Build a length distribution from its dict form, e.g. {"kind": "fixed", "value": 512}."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: must be an object with a 'kind'")
+    kind = data.get("kind")
+    if kind == "fixed":
+        return FixedLength(int(_number(data, "value", where, minimum=1)))
+    if kind == "normal":
+        low, high = _bounds(data, where)
+        mean = _number(data, "mean", where, minimum=1)
+        return NormalLength(mean, _number(data, "std", where), low, high)
+    if kind == "lognormal":
+        low, high = _bounds(data, where)
+        median = _number(data, "median", where, minimum=1)
+        return LognormalLength(median, _number(data, "sigma", where), low, high)
+    if kind == "empirical":
+        values = _numbers(data, "values", where)
+        if min(values) < 1:
+            raise ValueError(f"{where}.values: lengths must be >= 1")
+        return EmpiricalLength(tuple(round(v) for v in values))
+    raise ValueError(f"{where}.kind: must be fixed, normal, lognormal or empirical, got {kind!r}")
+
+
+# ---------------------------------------------------------------- arrivals
+
+
+@dataclass(frozen=True)
+class OpenLoopArrivals:
+    """Requests arrive on their own schedule, regardless of how fast the server answers.
+
+    `unit_rate_gaps` draws n inter-arrival gaps with mean 1 s (the process at 1 request/s);
+    arrival times at rate r are their cumulative sum divided by r, the first request at 0.
+    """
+
+    process: str
+    rate_rps: float
+    burstiness: float = 1.0
+    trace_gaps: tuple[float, ...] = ()
+
+    def unit_rate_gaps(self, rng: Rng, n: int) -> np.ndarray:
+        if self.process == "poisson":
+            return rng.exponential(1.0, n)
+        if self.process == "gamma":
+            # Gamma(shape k, scale 1/k) keeps mean 1; the gaps' CV is 1/sqrt(k).
+            return rng.gamma(self.burstiness, 1.0 / self.burstiness, n)
+        if self.process == "constant":
+            return np.ones(n)
+        gaps = np.asarray(self.trace_gaps) * self.rate_rps
+        return np.resize(gaps, n)
+
+    def arrival_times(self, rng: Rng, n: int, rate_rps: float | None = None) -> np.ndarray:
+        rate = self.rate_rps if rate_rps is None else rate_rps
+        if not rate > 0:
+            raise ValueError(f"rate_rps: must be positive, got {rate!r}")
+        gaps = self.unit_rate_gaps(rng, n)
+        times = np.concatenate(([0.0], np.cumsum(gaps[:-1]))) if n else np.zeros(0)
+        return times / rate
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """`concurrency` clients, each sending its next request when the previous one finishes."""
+
+    concurrency: int
+
+
+ArrivalProcess = OpenLoopArrivals | ClosedLoop
+
+
+def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalProcess:
+    """Build an arrival process from its dict form, e.g. {"process": "poisson", "rate_rps": 5}.
+
+    A trace replays its timestamps' gaps (cycled when more requests are asked for); its nominal
+    rate is the trace's mean rate, so a different rate compresses or stretches the trace.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: must be an object")
+    if "concurrency" in data:
+        concurrency = _number(data, "concurrency", where, minimum=1)
+        if concurrency != int(concurrency):
+            raise ValueError(f"{where}.concurrency: must be a whole number")
+        return ClosedLoop(int(concurrency))
+    process = data.get("process")
+    if process in ("poisson", "constant"):
+        return OpenLoopArrivals(process, _positive(data, "rate_rps", where))
+    if process == "gamma":
+        burstiness = _positive(data, "burstiness", where)
+        return OpenLoopArrivals(process, _positive(data, "rate_rps", where), burstiness)
+    if process == "trace":
+        stamps = _numbers(data, "timestamps", where)
+        gaps = np.diff(np.asarray(stamps))
+        if len(stamps) < 2 or np.any(gaps < 0) or stamps[-1] == stamps[0]:
+            raise ValueError(f"{where}.timestamps: need 2+ non-decreasing times spanning > 0 s")
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        return OpenLoopArrivals(process, rate, trace_gaps=tuple(float(g) for g in gaps))
+    raise ValueError(
+        f"{where}.process: must be poisson, gamma, constant or trace (or give concurrency), "
+        f"got {process!r}"
+    )
+
+
+def _positive(data: Mapping[str, Any], key: str, where: str) -> float:
+    value = _number(data, key, where)
+    if value <= 0:
+        raise ValueError(f"{where}.{key}: must be positive")
+    return value
+
+
+# ---------------------------------------------------------------- workload and requests
+
+
+@dataclass(frozen=True)
+class Workload:
+    """ISL/OSL distributions, the arrival process and prefix sharing.
+
+    prefix_share of the requests start with one of prefix_groups shared prefixes (system prompts,
+    RAG preambles) of prefix_tokens tokens each.
+    """
+
+    input_length: LengthDistribution
+    output_length: LengthDistribution
+    arrival: ArrivalProcess
+    prefix_share: float = 0.0
+    prefix_tokens: int = 0
+    prefix_groups: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.prefix_share <= 1:
+            raise ValueError("prefix_share: must be between 0 and 1")
+        if self.prefix_tokens < 0:
+            raise ValueError("prefix_tokens: must not be negative")
+        if self.prefix_share > 0 and self.prefix_tokens < 1:
+            raise ValueError("prefix_tokens: must be positive when prefix_share > 0")
+        if self.prefix_groups < 1:
+            raise ValueError("prefix_groups: must be at least 1")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Workload:
+        """Keys: isl, osl (length dicts), arrival, and optional prefix_share, prefix_tokens,
+        prefix_groups."""
+        if not isinstance(data, Mapping):
+            raise ValueError("workload: must be an object")
+        for key in ("isl", "osl", "arrival"):
+            if key not in data:
+                raise ValueError(f"{key}: is required")
+
+        def optional(key: str, default: float) -> float:
+            return _number(data, key, "workload") if key in data else default
+
+        return cls(
+            input_length=parse_length(data["isl"], "isl"),
+            output_length=parse_length(data["osl"], "osl"),
+            arrival=parse_arrival(data["arrival"]),
+            prefix_share=optional("prefix_share", 0.0),
+            prefix_tokens=int(optional("prefix_tokens", 0)),
+            prefix_groups=int(optional("prefix_groups", 1)),
+        )
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generated request. Closed-loop requests carry arrival_s = 0: the simulator sets it."""
+
+    index: int
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    prefix_group: int | None = None
+    prefix_tokens: int = 0
+
+
+def generate_requests(
+    workload: Workload, n: int, seed: int, *, rate_rps: float | None = None
+) -> list[Request]:
+    """n requests drawn with numpy's default_rng(seed); rate_rps overrides an open-loop rate.
+
+    The draws happen in a fixed order (lengths, then gaps, then prefixes), all independent of
+    the rate, so only arrival times differ between rates for one seed.
+    """
+    if n < 0:
+        raise ValueError("n: must not be negative")
+    rng = np.random.default_rng(seed)
+    inputs = workload.input_length.sample(rng, n)
+    outputs = workload.output_length.sample(rng, n)
+    if isinstance(workload.arrival, ClosedLoop):
+        if rate_rps is not None:
+            raise ValueError("rate_rps: a closed-loop workload has no arrival rate")
+        arrivals = np.zeros(n)
+    else:
+        arrivals = workload.arrival.arrival_times(rng, n, rate_rps)
+    shared = rng.random(n) < workload.prefix_share
+    groups = rng.integers(0, workload.prefix_groups, n)
+    requests = []
+    for i in range(n):
+        prefix = workload.prefix_tokens if shared[i] else 0
+        requests.append(
+            Request(
+                index=i,
+                arrival_s=float(arrivals[i]),
+                input_tokens=max(int(inputs[i]), prefix),
+                output_tokens=int(outputs[i]),
+                prefix_group=int(groups[i]) if shared[i] else None,
+                prefix_tokens=prefix,
+            )
+        )
+    return requests
+
+
+# ---------------------------------------------------------------- traces
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What an uploaded trace says about the workload.
+
+    burstiness_cv is the coefficient of variation of the inter-arrival gaps (1 for Poisson,
+    above 1 burstier); gamma_shape = 1 / cv^2 is the matching gamma process shape.
+    prefix_share is the share of requests whose prefix_id occurs on two or more rows.
+    """
+
+    requests: int
+    duration_s: float
+    mean_rate_rps: float
+    burstiness_cv: float
+    gamma_shape: float | None
+    isl_mean: float
+    osl_mean: float
+    prefix_share: float
+    input_lengths: tuple[int, ...] = field(repr=False)
+    output_lengths: tuple[int, ...] = field(repr=False)
+    timestamps: tuple[float, ...] = field(repr=False)
+
+    def to_workload(self) -> Workload:
+        """A replay workload: empirical lengths and the trace's own arrival gaps."""
+        return Workload(
+            input_length=EmpiricalLength(self.input_lengths),
+            output_length=EmpiricalLength(self.output_lengths),
+            arrival=parse_arrival({"process": "trace", "timestamps": list(self.timestamps)}),
+        )
+
+
+_TRACE_COLUMNS = ("timestamp", "input_tokens", "output_tokens", "prefix_id")
+
+
+def _trace_row(row: Mapping[str, Any] | Sequence[Any], number: int) -> dict[str, Any]:
+    if isinstance(row, Mapping):
+        values = dict(row)
+    elif isinstance(row, Sequence) and not isinstance(row, str) and 3 <= len(row) <= 4:
+        values = dict(zip(_TRACE_COLUMNS, row, strict=False))
+    else:
+        raise ValueError(f"rows[{number}]: must be a mapping or (timestamp, isl, osl[, prefix_id])")
+    where = f"rows[{number}]"
+    return {
+        "timestamp": _number(values, "timestamp", where, minimum=-math.inf),
+        "input_tokens": int(_number(values, "input_tokens", where, minimum=1)),
+        "output_tokens": int(_number(values, "output_tokens", where, minimum=1)),
+        "prefix_id": values.get("prefix_id") or None,
+    }
+
+
+def trace_summary(rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> TraceSummary:
+    """Summarise trace rows of timestamp (s), input_tokens, output_tokens and optional prefix_id.
+
+    Rows may come in any order; they are sorted by timestamp.
+    """
+    parsed = sorted(
+        (_trace_row(row, number) for number, row in enumerate(rows)), key=lambda r: r["timestamp"]
+    )
+    if len(parsed) < 2:
+        raise ValueError("rows: a trace needs at least two requests")
+    stamps = np.array([r["timestamp"] for r in parsed])
+    duration = float(stamps[-1] - stamps[0])
+    if duration <= 0:
+        raise ValueError("rows: timestamps must span more than zero seconds")
+    gaps = np.diff(stamps)
+    cv = float(np.std(gaps) / np.mean(gaps))
+    prefix_ids = [r["prefix_id"] for r in parsed if r["prefix_id"] is not None]
+    counts: dict[Any, int] = {}
+    for prefix_id in prefix_ids:
+        counts[prefix_id] = counts.get(prefix_id, 0) + 1
+    shared = sum(count for count in counts.values() if count >= 2)
+    inputs = tuple(r["input_tokens"] for r in parsed)
+    outputs = tuple(r["output_tokens"] for r in parsed)
+    return TraceSummary(
+        requests=len(parsed),
+        duration_s=duration,
+        mean_rate_rps=(len(parsed) - 1) / duration,
+        burstiness_cv=cv,
+        gamma_shape=1 / cv**2 if cv > 0 else None,
+        isl_mean=float(np.mean(inputs)),
+        osl_mean=float(np.mean(outputs)),
+        prefix_share=shared / len(parsed),
+        input_lengths=inputs,
+        output_lengths=outputs,
+        timestamps=tuple(float(s) for s in stamps),
+    )

@@ -1,0 +1,301 @@
+"""Continuous-batching simulator: latency at low load, queue growth past saturation, scheduling."""
+
+import numpy as np
+import pytest
+
+from apps.selections.estimator import StepCost
+from apps.selections.simulator import (
+    FINISHED,
+    REJECTED,
+    SLO,
+    UNFINISHED,
+    EngineConfig,
+    goodput_curve,
+    max_rate_meeting_slo,
+    simulate,
+)
+from apps.selections.workload import Request, Workload, generate_requests
+
+# Roughly an 8B dense model in 16-bit on one H100-class GPU, in round numbers.
+COST = StepCost(
+    weight_bytes=16e9,
+    kv_bytes_per_token=131_072,
+    flops_per_token=16e9,
+    attn_flops_per_token_ctx=0.5e6,
+    hbm_bytes_per_s=2.4e12,
+    flops_per_s=5e14,
+    comm_s_per_token=0.0,
+    step_overhead_s=0.002,
+)
+CONFIG = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=128, kv_capacity_tokens=400_000)
+
+
+def fixed_workload(isl, osl, arrival, **extra):
+    return Workload.from_dict(
+        {
+            "isl": {"kind": "fixed", "value": isl},
+            "osl": {"kind": "fixed", "value": osl},
+            "arrival": arrival,
+            **extra,
+        }
+    )
+
+
+def prefill_seconds(tokens, start=0):
+    """One step that prefills tokens start+1..start+tokens of a single sequence."""
+    end = start + tokens
+    return COST.step_seconds(tokens, end, (end * (end + 1) - start * (start + 1)) / 2)
+
+
+def mean_ttft(rows):
+    return float(np.mean([row.ttft_ms for row in rows]))
+
+
+def test_at_low_load_ttft_is_the_prefill_time():
+    requests = generate_requests(
+        fixed_workload(512, 32, {"process": "constant", "rate_rps": 0.5}), 20, 0
+    )
+    rows = simulate(requests, COST, CONFIG).rows
+    assert [row.ttft_ms for row in rows] == pytest.approx([prefill_seconds(512) * 1e3] * 20)
+
+
+def test_at_low_poisson_load_median_ttft_approaches_the_prefill_time():
+    workload = fixed_workload(1024, 64, {"process": "poisson", "rate_rps": 0.5})
+    summary = simulate(generate_requests(workload, 300, 3), COST, CONFIG).summary
+    assert summary.ttft_ms.p50 == pytest.approx(prefill_seconds(1024) * 1e3, rel=0.05)
+
+
+def test_a_lone_request_decodes_one_token_per_step_at_its_growing_context():
+    request = Request(index=0, arrival_s=0.0, input_tokens=512, output_tokens=5)
+    row = simulate([request], COST, CONFIG).rows[0]
+    decode = sum(COST.step_seconds(1, 512 + i, 512 + i) for i in range(1, 5))
+    assert row.ttft_ms == pytest.approx(prefill_seconds(512) * 1e3)
+    assert row.e2e_ms - row.ttft_ms == pytest.approx(decode * 1e3)
+    assert row.tpot_ms == pytest.approx(decode * 1e3 / 4)
+
+
+def test_a_long_prompt_is_prefilled_in_budget_sized_chunks():
+    request = Request(index=0, arrival_s=0.0, input_tokens=5000, output_tokens=2)
+    row = simulate([request], COST, CONFIG).rows[0]
+    chunks = prefill_seconds(2048) + prefill_seconds(2048, 2048) + prefill_seconds(904, 4096)
+    assert row.ttft_ms == pytest.approx(chunks * 1e3)
+
+
+def test_without_chunked_prefill_a_prompt_over_the_budget_is_rejected():
+    config = EngineConfig(
+        max_num_batched_tokens=2048,
+        max_num_seqs=128,
+        kv_capacity_tokens=400_000,
+        chunked_prefill=False,
+    )
+    requests = [
+        Request(index=0, arrival_s=0.0, input_tokens=5000, output_tokens=2),
+        Request(index=1, arrival_s=0.0, input_tokens=1000, output_tokens=2),
+    ]
+    rows = simulate(requests, COST, config).rows
+    assert [row.status for row in rows] == [REJECTED, FINISHED]
+
+
+def test_a_request_larger_than_the_kv_cache_is_rejected():
+    config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=1024)
+    request = Request(index=0, arrival_s=0.0, input_tokens=1000, output_tokens=100)
+    row = simulate([request], COST, config).rows[0]
+    assert row.status == REJECTED
+    assert row.ttft_ms is None
+
+
+def test_past_saturation_queues_and_ttft_grow_without_bound():
+    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 200})
+
+    def last_and_first_decile(n):
+        rows = simulate(generate_requests(workload, n, 1), COST, CONFIG).rows
+        tenth = n // 10
+        return mean_ttft(rows[-tenth:]), mean_ttft(rows[:tenth])
+
+    last_500, first_500 = last_and_first_decile(500)
+    last_1000, _ = last_and_first_decile(1000)
+    assert last_500 > 10 * first_500
+    assert last_1000 > 1.5 * last_500
+
+
+def test_the_same_seed_gives_an_identical_simulation():
+    workload = fixed_workload(
+        512,
+        128,
+        {"process": "gamma", "rate_rps": 30, "burstiness": 0.5},
+        prefix_share=0.5,
+        prefix_tokens=256,
+    )
+    first = simulate(generate_requests(workload, 400, 9), COST, CONFIG, slo=SLO(ttft_ms=500))
+    second = simulate(generate_requests(workload, 400, 9), COST, CONFIG, slo=SLO(ttft_ms=500))
+    assert first.as_dict() == second.as_dict()
+
+
+def test_kv_pressure_preempts_the_newest_sequence_and_recomputes_it():
+    # Four 16-token blocks: each request alone fits (56 tokens), both together do not.
+    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=4, kv_capacity_tokens=64)
+    requests = [
+        Request(index=0, arrival_s=0.0, input_tokens=16, output_tokens=40),
+        Request(index=1, arrival_s=0.0, input_tokens=16, output_tokens=40),
+    ]
+    result = simulate(requests, COST, config)
+    older, newer = result.rows
+    assert (older.status, newer.status) == (FINISHED, FINISHED)
+    assert older.preemptions == 0
+    assert newer.preemptions >= 1
+    assert result.summary.preemptions == newer.preemptions
+    assert newer.finish_s > older.finish_s
+
+
+def test_a_sequence_takes_a_new_block_exactly_when_its_context_outgrows_the_last():
+    config = EngineConfig(max_num_batched_tokens=64, max_num_seqs=4, kv_capacity_tokens=64)
+
+    def preemptions(output_tokens):
+        requests = [
+            Request(index=i, arrival_s=0.0, input_tokens=16, output_tokens=output_tokens)
+            for i in range(2)
+        ]
+        return simulate(requests, COST, config).summary.preemptions
+
+    # 16 prompt + 16 computed outputs = 32 tokens = 2 blocks each: both fit in 4 blocks.
+    assert preemptions(17) == 0
+    # One more output token makes 33 tokens, a third block each: 6 blocks do not fit.
+    assert preemptions(18) >= 1
+
+
+def test_ample_kv_means_no_preemption():
+    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 20})
+    summary = simulate(generate_requests(workload, 300, 1), COST, CONFIG).summary
+    assert summary.preemptions == 0
+    assert summary.finished == 300
+
+
+def test_a_seen_prefix_is_reused_in_whole_blocks():
+    workload = fixed_workload(
+        600, 4, {"process": "constant", "rate_rps": 1}, prefix_share=1.0, prefix_tokens=100
+    )
+    requests = generate_requests(workload, 10, 0)
+    cached = simulate(requests, COST, CONFIG)
+    # The first request computes the prefix; the other nine reuse 6 whole 16-token blocks.
+    assert cached.summary.prefix_hit_tokens == 9 * 96
+    assert cached.rows[1].ttft_ms == pytest.approx(prefill_seconds(600 - 96, 96) * 1e3)
+    uncached_config = EngineConfig(
+        max_num_batched_tokens=2048,
+        max_num_seqs=128,
+        kv_capacity_tokens=400_000,
+        prefix_caching=False,
+    )
+    uncached = simulate(requests, COST, uncached_config)
+    assert uncached.summary.prefix_hit_tokens == 0
+    assert mean_ttft(cached.rows[1:]) < mean_ttft(uncached.rows[1:])
+
+
+def test_tpot_is_decode_time_over_the_tokens_after_the_first():
+    workload = fixed_workload(300, 50, {"process": "poisson", "rate_rps": 10})
+    for row in simulate(generate_requests(workload, 100, 4), COST, CONFIG).rows:
+        assert row.tpot_ms == pytest.approx((row.e2e_ms - row.ttft_ms) / 49)
+
+
+def test_a_closed_loop_never_has_more_requests_in_flight_than_clients():
+    workload = fixed_workload(256, 32, {"concurrency": 4})
+    rows = simulate(generate_requests(workload, 60, 0), COST, CONFIG, concurrency=4).rows
+    assert all(row.status == FINISHED for row in rows)
+    for row in rows:
+        in_flight = sum(other.arrival_s <= row.arrival_s < other.finish_s for other in rows)
+        assert in_flight <= 4
+    assert sum(row.arrival_s == 0 for row in rows) == 4
+
+
+def test_a_time_limit_leaves_late_requests_unfinished():
+    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 200})
+    result = simulate(generate_requests(workload, 500, 1), COST, CONFIG, max_sim_seconds=1.0)
+    assert result.summary.unfinished > 0
+    assert result.summary.finished + result.summary.unfinished == 500
+    assert all(row.finish_s <= 1.0 + 0.1 for row in result.rows if row.status == FINISHED)
+    assert all(row.ttft_ms is None for row in result.rows if row.status == UNFINISHED)
+
+
+def test_slo_attainment_counts_every_request_against_every_target():
+    workload = fixed_workload(512, 64, {"process": "poisson", "rate_rps": 5})
+    requests = generate_requests(workload, 200, 2)
+    loose = simulate(requests, COST, CONFIG, slo=SLO(ttft_ms=10_000, tpot_ms=1_000)).summary
+    assert loose.attainment == 1.0
+    assert loose.slo_met
+    assert loose.goodput_rps == pytest.approx(loose.throughput_rps)
+    tight = simulate(requests, COST, CONFIG, slo=SLO(ttft_ms=1, attainment=0.5)).summary
+    assert tight.attainment == 0.0
+    assert tight.goodput_rps == 0
+    assert not tight.slo_met
+
+
+def test_goodput_attainment_falls_as_the_offered_rate_passes_capacity():
+    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
+    slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
+    points = goodput_curve(
+        workload, [2, 20, 200], n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo
+    )
+    attainments = [point.summary.attainment for point in points]
+    assert [point.rate_rps for point in points] == [2, 20, 200]
+    assert attainments[0] > 0.95
+    assert attainments[-1] < 0.5
+    assert attainments == sorted(attainments, reverse=True)
+
+
+def test_the_max_rate_search_brackets_the_slo_boundary_within_two_percent():
+    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
+    slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
+    kwargs = dict(n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo)
+    search = max_rate_meeting_slo(workload, **kwargs)
+    assert search.rate_rps > 0
+    assert search.summary.slo_met
+    above = generate_requests(workload, 400, 1, rate_rps=search.rate_rps * 1.1)
+    assert not simulate(above, COST, CONFIG, slo=slo).summary.slo_met
+
+
+def test_the_max_rate_is_zero_when_even_an_idle_server_misses_the_slo():
+    workload = fixed_workload(512, 16, {"process": "poisson", "rate_rps": 1})
+    search = max_rate_meeting_slo(
+        workload, n=50, seed=1, step_cost=COST, config=CONFIG, slo=SLO(ttft_ms=1)
+    )
+    assert search.rate_rps == 0
+    assert search.summary is None
+
+
+def test_load_sweeps_refuse_a_closed_loop_workload():
+    with pytest.raises(ValueError, match="open-loop"):
+        goodput_curve(
+            fixed_workload(10, 10, {"concurrency": 2}),
+            [1.0],
+            n=10,
+            seed=0,
+            step_cost=COST,
+            config=CONFIG,
+            slo=SLO(ttft_ms=100),
+        )
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"max_num_batched_tokens": 64, "max_num_seqs": 128}, "max_num_batched_tokens"),
+        ({"kv_block_size": 0}, "kv_block_size"),
+        ({"kv_capacity_tokens": 8}, "kv_capacity_tokens"),
+    ],
+)
+def test_engine_budgets_that_cannot_work_are_rejected(values, field):
+    base = {"max_num_batched_tokens": 2048, "max_num_seqs": 128, "kv_capacity_tokens": 10_000}
+    with pytest.raises(ValueError, match=field):
+        EngineConfig(**{**base, **values})
+
+
+def test_an_slo_with_a_meaningless_target_is_rejected():
+    with pytest.raises(ValueError, match="tpot_ms"):
+        SLO(tpot_ms=0)
+    with pytest.raises(ValueError, match="attainment"):
+        SLO(ttft_ms=100, attainment=1.5)
+
+
+def test_a_request_without_output_tokens_is_rejected_as_bad_input():
+    request = Request(index=3, arrival_s=0.0, input_tokens=10, output_tokens=0)
+    with pytest.raises(ValueError, match=r"requests\[3\]"):
+        simulate([request], COST, CONFIG)
