@@ -28,8 +28,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Browser:
+    """Module-scoped: Playwright's sync API keeps an event loop running while it is open, which
+    must not outlive the browser tests (other tests call asyncio.run)."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: `make browser` installs it")
     with sync_playwright() as playwright:
