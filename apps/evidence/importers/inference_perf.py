@@ -1,0 +1,84 @@
+"""inference-perf: `summary_lifecycle_metrics.json` + `per_request_lifecycle_metrics.json`.
+
+Per request it keeps start/end times and the arrival time of every streamed chunk, in
+seconds, so TTFT, ITL and E2E are all measured. Neither file states the tool's version or
+the load stage, so the caller passes them (one stage per import).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from apps.evidence.importers.base import (
+    ImportedRun,
+    RecordBuilder,
+    error_text,
+    offsets_from_first,
+    require,
+)
+from apps.evidence.schema import LoadPoint
+
+TOOL = "inference-perf"
+NOTES = [
+    "inference-perf's time_per_output_token is our TPOT but divides by a client "
+    "re-tokenisation of the output; TPOT is recomputed with the server's completion tokens.",
+    "inference-perf's inter_token_latency spreads client tokens over chunks (zero gaps inside "
+    "a chunk); our ITL is the gap between consecutive chunk_times.",
+    "TTFT = first chunk time - start_time; E2E = end_time - start_time (seconds).",
+    "Token counts are the server's usage when reported, else inference-perf's client counts.",
+]
+
+
+def _error(failure: Any) -> str | None:
+    if not failure:
+        return None
+    if isinstance(failure, Mapping):
+        return error_text(f"{failure.get('error_type')}: {failure.get('error_msg')}")
+    return error_text(str(failure))
+
+
+def _add_request(builder: RecordBuilder, request: Mapping[str, Any], send_s: float) -> None:
+    start = float(require(request, "start_time", "inference-perf request"))
+    end = float(require(request, "end_time", "inference-perf request"))
+    info = request.get("info") or {}
+    response = info.get("response_metrics") or {}
+    usage = response.get("server_usage") or {}
+    chunk_times = response.get("chunk_times")
+    error = _error(request.get("error"))
+    streamed = bool(chunk_times) and error is None
+    builder.add(
+        send_s=send_s,
+        ttft_s=chunk_times[0] - start if streamed else None,
+        itl_s=np.diff(chunk_times).tolist() if streamed else None,
+        e2e_s=end - start,
+        input_tokens=int(usage.get("prompt_tokens") or info.get("input_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or response.get("output_tokens") or 0),
+        error=error,
+    )
+
+
+def import_inference_perf(
+    summary: Mapping[str, Any],
+    per_request: Sequence[Mapping[str, Any]],
+    *,
+    load_point: LoadPoint,
+    tool_version: str | None = None,
+    requested_isl: float | None = None,
+    requested_osl: float | None = None,
+) -> ImportedRun:
+    """Map one single-stage inference-perf run; `load_point` is the stage that was run."""
+    duration = float(require(summary, "benchmark_time_seconds", "inference-perf summary"))
+    starts = [require(request, "start_time", "inference-perf request") for request in per_request]
+    builder = RecordBuilder()
+    for request, send_s in zip(per_request, offsets_from_first(starts), strict=True):
+        _add_request(builder, request, send_s)
+    return ImportedRun(
+        identity={"harness_tool": TOOL, "harness_version": tool_version},
+        load_points=[builder.samples(load_point, duration, multi_token_chunks=True)],
+        notes=list(NOTES),
+        requested_isl=requested_isl,
+        requested_osl=requested_osl,
+    )

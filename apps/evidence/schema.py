@@ -1,0 +1,349 @@
+"""The per-request record schema a runner uploads, its validation, and its typed DataFrame.
+
+An upload (runner/PROTOCOL.md, "results") carries one load point and its records:
+`{index, send_s, ttft_s, itl_s, e2e_s, input_tokens, output_tokens, error, status}`.
+Checks run on whole columns so a million-record upload is judged in numpy, not per record;
+every error names the record's position in `records` and the field, so a runner author can
+find the fault. In the DataFrame a latency that was not measured is NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import infer_dtype
+
+RECORD_FIELDS: tuple[str, ...] = (
+    "index",
+    "send_s",
+    "ttft_s",
+    "itl_s",
+    "e2e_s",
+    "input_tokens",
+    "output_tokens",
+    "error",
+    "status",
+)
+# The runner's harness also reports why generation stopped; accepted, never required.
+OPTIONAL_RECORD_FIELDS: tuple[str, ...] = ("finish_reason",)
+UPLOAD_FIELDS: tuple[str, ...] = ("load_point", "duration_s", "records")
+# Envelope fields of the runner protocol that the web app's ingest reads; not judged here.
+ENVELOPE_FIELDS: tuple[str, ...] = (
+    "load_point_index",
+    "started_at",
+    "chunk_index",
+    "chunk_count",
+    "engine",
+    "harness",
+)
+LOAD_POINT_FIELDS: tuple[str, ...] = ("index", "rate_rps", "concurrency")
+TIMEOUT_ERROR = "timeout"
+MAX_ERRORS_PER_RULE = 20
+
+_FLOAT_KINDS = frozenset({"integer", "floating", "mixed-integer-float", "empty"})
+_INTEGER_KINDS = frozenset({"integer", "empty"})
+_STRING_KINDS = frozenset({"string", "empty"})
+_NUMBER_TYPES = frozenset({int, float})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One fault: `record` is the position in `records` (None for the upload itself)."""
+
+    field: str
+    message: str
+    record: int | None = None
+
+    def __str__(self) -> str:
+        where = self.field if self.record is None else f"records[{self.record}].{self.field}"
+        return f"{where}: {self.message}"
+
+
+class UploadError(ValueError):
+    """A refused upload; `errors` lists every fault found (capped per rule)."""
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors = list(errors)
+        shown = "; ".join(str(error) for error in self.errors[:5])
+        more = f" (+{len(self.errors) - 5} more)" if len(self.errors) > 5 else ""
+        super().__init__(f"invalid upload: {shown}{more}")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPoint:
+    """An open-loop rate or a closed-loop concurrency: exactly one is set."""
+
+    rate_rps: float | None = None
+    concurrency: int | None = None
+    index: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        point: dict[str, Any] = {} if self.index is None else {"index": self.index}
+        if self.rate_rps is not None:
+            point["rate_rps"] = self.rate_rps
+        if self.concurrency is not None:
+            point["concurrency"] = self.concurrency
+        return point
+
+
+@dataclass(frozen=True)
+class LoadPointSamples:
+    """A validated load point: its records as a typed DataFrame (one row per request).
+
+    `itl_gaps` holds every recorded gap once more as one flat array, record after record in
+    the frame's order (`records.itl_count` gaps each, -1 meaning none recorded), so the
+    analysis never walks the per-record lists again.
+    """
+
+    load_point: LoadPoint
+    duration_s: float
+    records: pd.DataFrame
+    itl_gaps: np.ndarray
+
+
+class _Collector:
+    """Gathers errors, at most MAX_ERRORS_PER_RULE records per rule plus a count of the rest."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.errors.append(FieldError(field, message))
+
+    def add_records(self, field: str, message: str, positions: np.ndarray) -> None:
+        positions = np.asarray(positions)
+        for position in positions[:MAX_ERRORS_PER_RULE]:
+            self.errors.append(FieldError(field, message, int(position)))
+        if len(positions) > MAX_ERRORS_PER_RULE:
+            rest = len(positions) - MAX_ERRORS_PER_RULE
+            self.errors.append(FieldError(field, f"{message} (and {rest} more records)"))
+
+    def where(self, field: str, message: str, mask: np.ndarray) -> None:
+        if mask.any():
+            self.add_records(field, message, np.flatnonzero(mask))
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in _NUMBER_TYPES
+
+
+def _positive_number(value: Any) -> bool:
+    return _is_number(value) and np.isfinite(value) and value > 0
+
+
+def _load_point(raw: Any, errors: _Collector) -> LoadPoint | None:
+    if not isinstance(raw, Mapping):
+        errors.add("load_point", "must be an object with rate_rps or concurrency")
+        return None
+    for key in sorted(set(raw) - set(LOAD_POINT_FIELDS)):
+        errors.add(f"load_point.{key}", "unknown field")
+    rate, concurrency, index = raw.get("rate_rps"), raw.get("concurrency"), raw.get("index")
+    if (rate is None) == (concurrency is None):
+        errors.add("load_point", "set exactly one of rate_rps and concurrency")
+        return None
+    if rate is not None and not _positive_number(rate):
+        errors.add("load_point.rate_rps", "must be a positive number")
+    if concurrency is not None and not (type(concurrency) is int and concurrency >= 1):
+        errors.add("load_point.concurrency", "must be an integer >= 1")
+    if index is not None and not (type(index) is int and index >= 0):
+        errors.add("load_point.index", "must be an integer >= 0")
+    return LoadPoint(
+        rate_rps=None if rate is None else float(rate), concurrency=concurrency, index=index
+    )
+
+
+def _key_errors(records: list[Any], errors: _Collector) -> None:
+    """Unknown and missing fields, judged once per distinct key list rather than per record."""
+    not_objects = np.array([not isinstance(record, dict) for record in records], dtype=bool)
+    errors.where("record", "must be an object", not_objects)
+    if not_objects.any():
+        return
+    required, allowed = set(RECORD_FIELDS), set(RECORD_FIELDS + OPTIONAL_RECORD_FIELDS)
+    for key_list in Counter(map(tuple, records)):
+        keys = set(key_list)
+        if allowed >= keys >= required:
+            continue
+        positions = np.flatnonzero([tuple(record) == key_list for record in records])
+        for field in sorted(keys - allowed):
+            errors.add_records(field, "unknown field", positions)
+        for field in sorted(required - keys):
+            errors.add_records(field, "missing field", positions)
+
+
+def _typed_mask(values: np.ndarray, types: frozenset[type]) -> np.ndarray:
+    """True where a non-null value has none of `types` (bool is not an int here)."""
+    present = ~np.equal(values, None)
+    wrong = np.zeros(len(values), dtype=bool)
+    wrong[present] = [type(value) not in types for value in values[present]]
+    return wrong
+
+
+def _kind_is(values: np.ndarray, kinds: frozenset[str]) -> bool:
+    return infer_dtype(values, skipna=True) in kinds
+
+
+def _numbers(
+    values: np.ndarray, field: str, errors: _Collector, *, integer: bool, nullable: bool
+) -> np.ndarray:
+    """Float column (NaN where null) after type, null, finiteness and sign checks."""
+    null = np.equal(values, None)
+    kinds, types = (_INTEGER_KINDS, {int}) if integer else (_FLOAT_KINDS, _NUMBER_TYPES)
+    if not _kind_is(values, kinds):
+        wrong = _typed_mask(values, frozenset(types))
+        errors.where(field, "must be an integer" if integer else "must be a number", wrong)
+        values = np.where(wrong, None, values)
+    if not nullable:
+        errors.where(field, "must not be null", null)
+    null = np.equal(values, None)
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(float)
+    errors.where(
+        field, "must be finite (NaN and infinity are refused)", ~np.isfinite(numbers) & ~null
+    )
+    errors.where(field, "must not be negative", numbers < 0)
+    return numbers
+
+
+def _strings(values: np.ndarray, field: str, errors: _Collector) -> pd.Series:
+    if not _kind_is(values, _STRING_KINDS):
+        errors.where(field, "must be a string or null", _typed_mask(values, frozenset({str})))
+    return pd.Series(values, dtype=object).astype("string")
+
+
+def _gaps(values: np.ndarray, errors: _Collector) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record gap counts (-1 where not recorded) and one flat array of every gap."""
+    recorded = ~np.equal(values, None)
+    not_lists = _typed_mask(values, frozenset({list}))
+    errors.where("itl_s", "must be a list of numbers or null", not_lists)
+    recorded &= ~not_lists
+    counts = np.full(len(values), -1, dtype=np.int64)
+    counts[recorded] = [len(gaps) for gaps in values[recorded]]
+    total = int(counts[recorded].sum())
+    flat = np.fromiter(itertools.chain.from_iterable(values[recorded]), dtype=object, count=total)
+    owners = np.repeat(np.flatnonzero(recorded), counts[recorded])
+    if not _kind_is(flat, _FLOAT_KINDS) or np.equal(flat, None).any():
+        bad = _typed_mask(flat, _NUMBER_TYPES) | np.equal(flat, None)
+        errors.add_records("itl_s", "gaps must be numbers", np.unique(owners[bad]))
+        flat = np.where(bad, 0.0, flat)
+    gaps = flat.astype(float)
+    errors.add_records("itl_s", "gaps must be finite", np.unique(owners[~np.isfinite(gaps)]))
+    errors.add_records("itl_s", "gaps must not be negative", np.unique(owners[gaps < 0]))
+    return counts, gaps
+
+
+def _cross_checks(frame: pd.DataFrame, errors: _Collector, *, multi_token_chunks: bool) -> None:
+    """Rules between fields: the timings and token counts must tell one consistent story."""
+    ok = frame["error"].isna().to_numpy()
+    ttft, e2e = frame["ttft_s"].to_numpy(), frame["e2e_s"].to_numpy()
+    output, counts = frame["output_tokens"].to_numpy(), frame["itl_count"].to_numpy()
+    errors.where("e2e_s", "required for a request without error", ok & np.isnan(e2e))
+    streamed = ok & (counts >= 0)
+    missing_first = streamed & (output > 0) & np.isnan(ttft)
+    errors.where("ttft_s", "required for a streamed request with output_tokens > 0", missing_first)
+    errors.where("ttft_s", "exceeds e2e_s", ttft > e2e)
+    streamed &= ~np.isnan(ttft)
+    if multi_token_chunks:
+        disagree = streamed & (output < counts + 1)
+        rule = "is less than len(itl_s) + 1 streamed chunks"
+    else:
+        disagree = streamed & (output != counts + 1)
+        rule = "disagrees with len(itl_s) + 1 streamed tokens"
+    errors.where("output_tokens", rule, disagree)
+    errors.where("index", "duplicate index", frame["index"].duplicated(keep="first").to_numpy())
+
+
+def _column(records: list[Mapping[str, Any]], field: str) -> np.ndarray:
+    column = np.empty(len(records), dtype=object)
+    column[:] = [record.get(field) for record in records]
+    return column
+
+
+def _build_frame(
+    records: list[Mapping[str, Any]], errors: _Collector, *, multi_token_chunks: bool
+) -> tuple[pd.DataFrame, np.ndarray]:
+    counts, gaps = _gaps(_column(records, "itl_s"), errors)
+    data: dict[str, Any] = {}
+    for field, integer, nullable in (
+        ("index", True, False),
+        ("send_s", False, True),
+        ("ttft_s", False, True),
+        ("e2e_s", False, True),
+        ("input_tokens", True, False),
+        ("output_tokens", True, False),
+        ("status", True, True),
+    ):
+        data[field] = _numbers(
+            _column(records, field), field, errors, integer=integer, nullable=nullable
+        )
+    data["itl_s"] = _column(records, "itl_s")
+    data["itl_count"] = counts
+    data["error"] = _strings(_column(records, "error"), "error", errors)
+    data["finish_reason"] = _strings(_column(records, "finish_reason"), "finish_reason", errors)
+    frame = pd.DataFrame(data)
+    if errors.errors:
+        return frame, gaps
+    _cross_checks(frame, errors, multi_token_chunks=multi_token_chunks)
+    types = {"index": "int64", "input_tokens": "int64", "output_tokens": "int64", "status": "Int64"}
+    return frame.astype(types), gaps
+
+
+def samples_from_records(
+    records: Sequence[Mapping[str, Any]],
+    load_point: LoadPoint,
+    duration_s: float,
+    *,
+    multi_token_chunks: bool = False,
+) -> LoadPointSamples:
+    """Validate records and return them typed, or raise UploadError listing every fault.
+
+    `multi_token_chunks` relaxes the token check for tools whose engines stream several
+    tokens per chunk (then only more chunks than tokens is impossible).
+    """
+    errors = _Collector()
+    records = list(records)
+    _key_errors(records, errors)
+    if errors.errors:
+        raise UploadError(errors.errors)
+    frame, gaps = _build_frame(records, errors, multi_token_chunks=multi_token_chunks)
+    if errors.errors:
+        raise UploadError(errors.errors)
+    return LoadPointSamples(load_point, duration_s, frame, gaps)
+
+
+def upload_errors(body: Any, *, multi_token_chunks: bool = False) -> list[FieldError]:
+    """Every fault of an upload body; an empty list means `parse_upload` will accept it."""
+    try:
+        parse_upload(body, multi_token_chunks=multi_token_chunks)
+    except UploadError as refused:
+        return refused.errors
+    return []
+
+
+def parse_upload(body: Any, *, multi_token_chunks: bool = False) -> LoadPointSamples:
+    """A runner's results body as LoadPointSamples; UploadError names every fault."""
+    errors = _Collector()
+    if not isinstance(body, Mapping):
+        raise UploadError([FieldError("body", "must be a JSON object")])
+    for key in sorted(set(body) - set(UPLOAD_FIELDS + ENVELOPE_FIELDS)):
+        errors.add(key, "unknown field")
+    for key in UPLOAD_FIELDS:
+        if key not in body:
+            errors.add(key, "missing field")
+    point = _load_point(body.get("load_point"), errors) if "load_point" in body else None
+    duration = body.get("duration_s")
+    if "duration_s" in body and not _positive_number(duration):
+        errors.add("duration_s", "must be a positive number")
+    records = body.get("records")
+    if "records" in body and not (isinstance(records, list) and records):
+        errors.add("records", "must be a non-empty list")
+    if errors.errors:
+        raise UploadError(errors.errors)
+    assert point is not None  # guaranteed by the checks above
+    return samples_from_records(
+        records, point, float(duration), multi_token_chunks=multi_token_chunks
+    )

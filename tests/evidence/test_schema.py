@@ -1,0 +1,167 @@
+"""The upload schema: clean uploads become typed frames, bad ones are refused precisely."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from apps.evidence.schema import (
+    MAX_ERRORS_PER_RULE,
+    FieldError,
+    LoadPoint,
+    UploadError,
+    parse_upload,
+    samples_from_records,
+    upload_errors,
+)
+from tests.evidence.samples import failed, record, upload
+
+
+def frame_of(records, **options):
+    return samples_from_records(records, LoadPoint(rate_rps=1.0), 1.0, **options).records
+
+
+def test_a_clean_upload_becomes_a_typed_frame_with_missing_latencies_as_nan():
+    parsed = parse_upload(upload([record(0), failed(1)]))
+
+    frame = parsed.records
+    assert parsed.load_point.rate_rps == 2.0
+    assert parsed.duration_s == 2.0
+    assert str(frame["index"].dtype) == "int64"
+    assert str(frame["output_tokens"].dtype) == "int64"
+    assert str(frame["ttft_s"].dtype) == "float64"
+    assert str(frame["status"].dtype) == "Int64"
+    assert str(frame["error"].dtype) == "string"
+    assert math.isnan(frame.loc[1, "ttft_s"])
+    assert frame["itl_count"].tolist() == [2, 0]
+    assert parsed.itl_gaps.tolist() == [0.05, 0.05]
+
+
+def test_the_harness_finish_reason_is_accepted_but_not_required():
+    frame = frame_of([record(0, finish_reason="length"), record(1)])
+
+    assert frame["finish_reason"].tolist()[0] == "length"
+    assert frame["finish_reason"].isna().tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("bad", "field", "message"),
+    [
+        (record(1, ttft_s=float("nan")), "ttft_s", "must be finite (NaN and infinity are refused)"),
+        (record(1, e2e_s=-0.2), "e2e_s", "must not be negative"),
+        (record(1, itl_s=[0.05, -0.01]), "itl_s", "gaps must not be negative"),
+        (record(1, itl_s=[0.05, float("nan")]), "itl_s", "gaps must be finite"),
+        (record(1, ttft_s=0.5), "ttft_s", "exceeds e2e_s"),
+        (
+            record(1, output_tokens=7),
+            "output_tokens",
+            "disagrees with len(itl_s) + 1 streamed tokens",
+        ),
+        (record(1, input_tokens=12.5), "input_tokens", "must be an integer"),
+        (record(1, input_tokens=True), "input_tokens", "must be an integer"),
+        (record(1, send_s="0.5"), "send_s", "must be a number"),
+        (record(1, itl_s=[0.05, None]), "itl_s", "gaps must be numbers"),
+        (record(1, itl_s="0.05"), "itl_s", "must be a list of numbers or null"),
+        (record(1, index=None), "index", "must not be null"),
+        (record(1, index=0), "index", "duplicate index"),
+        (record(1, e2e_s=None), "e2e_s", "required for a request without error"),
+        (record(1, error=42), "error", "must be a string or null"),
+        (record(1, latency=0.2), "latency", "unknown field"),
+    ],
+)
+def test_a_bad_record_is_refused_naming_its_position_and_field(bad, field, message):
+    errors = upload_errors(upload([record(0), bad]))
+
+    assert errors == [FieldError(field, message, record=1)]
+
+
+def test_a_record_without_a_required_field_is_refused_for_each_missing_field():
+    incomplete = record(1)
+    del incomplete["ttft_s"], incomplete["status"]
+
+    errors = upload_errors(upload([record(0), incomplete]))
+
+    assert errors == [
+        FieldError("status", "missing field", record=1),
+        FieldError("ttft_s", "missing field", record=1),
+    ]
+
+
+def test_the_refusal_message_names_the_record_and_field():
+    with pytest.raises(UploadError, match=r"records\[1\]\.ttft_s: must be finite"):
+        parse_upload(upload([record(0), record(1, ttft_s=float("inf"))]))
+
+
+def test_many_bad_records_are_reported_up_to_a_cap_and_counted_beyond_it():
+    bad = [record(i, e2e_s=-1.0) for i in range(MAX_ERRORS_PER_RULE + 5)]
+
+    errors = upload_errors(upload(bad))
+
+    assert [error.record for error in errors[:-1]] == list(range(MAX_ERRORS_PER_RULE))
+    assert errors[-1] == FieldError("e2e_s", "must not be negative (and 5 more records)")
+
+
+def test_multi_token_chunks_relax_the_token_check_but_refuse_more_chunks_than_tokens():
+    bundled = record(0, output_tokens=5)
+    impossible = record(1, output_tokens=2)
+
+    with pytest.raises(UploadError) as refused:
+        frame_of([bundled, impossible], multi_token_chunks=True)
+
+    assert refused.value.errors == [
+        FieldError("output_tokens", "is less than len(itl_s) + 1 streamed chunks", record=1)
+    ]
+
+
+def test_a_request_without_recorded_gaps_skips_the_token_check():
+    frame = frame_of([record(0, itl_s=None, output_tokens=40)])
+
+    assert frame["itl_count"].tolist() == [-1]
+
+
+def test_failed_requests_need_no_timings_and_their_partial_stream_is_not_checked():
+    frame = frame_of([failed(0), record(1, error="timeout", itl_s=[0.05] * 4)])
+
+    assert frame["error"].tolist() == ["HTTP 500: boom", "timeout"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ([], [FieldError("body", "must be a JSON object")]),
+        (
+            {"load_point": {"rate_rps": 1, "concurrency": 2}, "duration_s": 1, "records": [{}]},
+            [FieldError("load_point", "set exactly one of rate_rps and concurrency")],
+        ),
+        (
+            upload([record(0)], load_point={"concurrency": 0}),
+            [FieldError("load_point.concurrency", "must be an integer >= 1")],
+        ),
+        (
+            upload([record(0)], duration_s=0),
+            [FieldError("duration_s", "must be a positive number")],
+        ),
+        (upload([]), [FieldError("records", "must be a non-empty list")]),
+        (
+            {"duration_s": 1.0, "records": [record(0)], "extra": 1},
+            [FieldError("extra", "unknown field"), FieldError("load_point", "missing field")],
+        ),
+    ],
+)
+def test_a_bad_upload_envelope_is_refused_naming_the_field(body, expected):
+    assert upload_errors(body) == expected
+
+
+def test_the_runner_protocol_envelope_fields_are_accepted():
+    body = upload(
+        [record(0)],
+        load_point_index=0,
+        started_at="2026-11-29T11:00:00Z",
+        chunk_index=0,
+        chunk_count=1,
+        engine={"version": "0.1", "effective_config": {}},
+        harness={"name": "stackselect-runner", "version": "0.1"},
+    )
+
+    assert upload_errors(body) == []
