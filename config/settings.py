@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.catalog",
     "apps.selections",
+    "apps.runners",
+    "apps.benchmarks",
 ]
 
 MIDDLEWARE = [
@@ -180,7 +182,26 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+# The runner fleet (runner/PROTOCOL.md): heartbeats extend a lease; the reaper ends lost ones.
+RUNNER_HEARTBEAT_INTERVAL_S = env_int("RUNNER_HEARTBEAT_INTERVAL_S", 10, minimum=1)
+RUNNER_LEASE_SECONDS = env_int("RUNNER_LEASE_SECONDS", 60, minimum=5)
+RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 30, minimum=1)
+RUNNER_ENROLLMENT_TTL_S = env_int("RUNNER_ENROLLMENT_TTL_S", 24 * 3600, minimum=60)
+RUNNER_REAP_INTERVAL_S = env_int("RUNNER_REAP_INTERVAL_S", 15, minimum=1)
+RUNNER_REDISPATCH_AFTER_S = env_int("RUNNER_REDISPATCH_AFTER_S", 300, minimum=10)
+RUNNER_BROKER_URL = env_str("RUNNER_BROKER_URL", CELERY_BROKER_URL)
+RUNNER_PUBLIC_URL = env_str("RUNNER_PUBLIC_URL", "")
+BENCHMARK_MAX_ATTEMPTS = env_int("BENCHMARK_MAX_ATTEMPTS", 3, minimum=1)
+BENCHMARK_UPLOAD_MAX_BYTES = env_int("BENCHMARK_UPLOAD_MAX_BYTES", 16 * 1024 * 1024, minimum=1024)
+BENCHMARK_UPLOAD_MAX_RAW_BYTES = env_int(
+    "BENCHMARK_UPLOAD_MAX_RAW_BYTES", 256 * 1024 * 1024, minimum=1024
+)
+CELERY_BEAT_SCHEDULE: dict = {
+    "benchmarks.reap_expired_leases": {
+        "task": "benchmarks.reap_expired_leases",
+        "schedule": float(RUNNER_REAP_INTERVAL_S),
+    }
+}
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 LOG_FORMAT = env_choice("LOG_FORMAT", "text", ("text", "json"))

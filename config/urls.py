@@ -1,4 +1,5 @@
-"""Top-level URL map: pages per app, the user API under /api/v1/, operations endpoints."""
+"""Top-level URL map: pages per app, the user API under /api/v1/, the runner API under
+/api/runner/v1/, operations endpoints."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -8,8 +9,13 @@ urlpatterns = [
     path("", include("apps.core.urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("audit/", include("apps.audit.urls")),
+    path("runners/", include("apps.runners.urls")),
+    path("benchmarks/", include("apps.benchmarks.urls")),
+    path("selections/", include("apps.selections.urls")),
+    path("catalog/", include("apps.catalog.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
+    path("api/runner/v1/", include("apps.runners.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/schema/swagger/",

@@ -9,6 +9,7 @@ in columns for capabilities and release defaults.
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -56,7 +57,7 @@ class EngineRelease(models.Model):
     kv_block_size = models.PositiveIntegerField(null=True, blank=True)
     chunked_prefill_default = models.BooleanField(null=True, blank=True)
     prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
-    defaults_source = models.CharField(max_length=500, blank=True)
+    defaults_source = models.TextField(blank=True)
     defaults_as_of = models.DateField(null=True, blank=True)
     needs_review = models.BooleanField(
         default=False, help_text="Copied forward; a curator must confirm it."
@@ -133,8 +134,14 @@ class Accelerator(models.Model):
         return self.name
 
 
+# Model names carry version dots (llama-3.1-8b), which Django's slug validator refuses.
+MODEL_SLUG_VALIDATOR = RegexValidator(
+    r"^[a-z0-9][a-z0-9._-]*$", "Use lower-case letters, digits, dots, hyphens and underscores."
+)
+
+
 class ModelSpec(models.Model):
-    slug = models.SlugField(max_length=80, unique=True)
+    slug = models.CharField(max_length=80, unique=True, validators=[MODEL_SLUG_VALIDATOR])
     name = models.CharField(max_length=120)
     family = models.CharField(max_length=40)
     architecture = models.CharField(

@@ -1,7 +1,7 @@
 """`stackselect-runner` command line.
 
-Only `bench` exists for now: it measures any OpenAI-compatible server from a request file.
-The agent commands (enroll/start/status) arrive with the server's REST API.
+`bench` measures any OpenAI-compatible server from a request file, with no StackSelect
+server; `enroll`, `start` and `status` (agent.py) make this host a runner of a team's fleet.
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from stackselect_runner.harness import HarnessSpec, LoadPoint, LoadPointResult, run_load_point
-
-MS = 1000.0
+from stackselect_runner.agent import CommandError, add_agent_commands
+from stackselect_runner.harness import HarnessSpec, LoadPoint, run_load_point
+from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 
 
 def _load_job_spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -52,37 +52,6 @@ def _load_points(args: argparse.Namespace, job_spec: dict[str, Any]) -> list[Loa
     return [LoadPoint.from_dict(point) for point in points]
 
 
-def _ms(stats: dict[str, float | None], key: str) -> str:
-    value = stats[key]
-    return "n/a" if value is None else f"{value * MS:.1f}"
-
-
-def summary_line(result: LoadPointResult) -> str:
-    summary = result.summary()
-    throughput = summary["request_throughput_rps"]
-    rate = "n/a" if throughput is None else f"{throughput:.2f}"
-    parts = [
-        f"{result.point.label()}: {summary['completed']}/{summary['requests']} ok",
-        f"{rate} req/s",
-    ]
-    for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s")):
-        stats = summary[key]
-        parts.append(f"{name} p50 {_ms(stats, 'p50')} / p99 {_ms(stats, 'p99')} ms")
-    return ", ".join(parts)
-
-
-def progress_printer(label: str, stream: TextIO) -> Callable[[int, int], None]:
-    """Rewrites one terminal line; silent when the stream is not a terminal."""
-    interactive = stream.isatty()
-
-    def show(done: int, total: int) -> None:
-        if interactive:
-            stream.write(f"\r{label}: {done}/{total} requests")
-            stream.flush()
-
-    return show
-
-
 def bench(args: argparse.Namespace) -> None:
     job_spec = _load_job_spec(args)
     spec = HarnessSpec.from_job_spec(job_spec, args.engine_url)
@@ -92,8 +61,7 @@ def bench(args: argparse.Namespace) -> None:
         result = run_load_point(
             spec, point, on_progress=progress_printer(point.label(), sys.stderr)
         )
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
+        end_progress_line(sys.stderr)
         print(summary_line(result), flush=True)
         results.append(result.as_dict())
     report = {
@@ -127,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser.add_argument("--no-ignore-eos", action="store_true")
     bench_parser.add_argument("--min-tokens", action="store_true", help="send min_tokens=max")
     bench_parser.set_defaults(handler=bench)
+    add_agent_commands(commands)
     return parser
 
 
@@ -135,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         args.handler(args)
+    except CommandError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        sys.exit(1)
     except ValueError as exc:
         parser.error(str(exc))
 

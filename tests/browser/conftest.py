@@ -42,6 +42,16 @@ def browser() -> Browser:
         browser.close()
 
 
+@pytest.fixture(autouse=True)
+def plain_static_names(settings) -> None:
+    """The live server finds static files by their source names, not the hashed names the
+    production storage writes into pages, so browser tests render with plain names."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
 @pytest.fixture
 def page(browser: Browser, live_server) -> Page:
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})

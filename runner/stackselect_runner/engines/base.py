@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,7 +34,11 @@ class EngineStartError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class LaunchSpec:
-    """What to launch: `options` are engine-specific settings (e.g. max_num_seqs)."""
+    """What to launch: `options` are engine-specific settings (e.g. max_num_seqs).
+
+    `model` is the checkpoint; clients ask for `served_name` (the served model name, when the
+    job spec gives one, else the checkpoint).
+    """
 
     model: str
     port: int
@@ -41,10 +46,15 @@ class LaunchSpec:
     host: str = "127.0.0.1"
     options: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    served_model_name: str | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def served_name(self) -> str:
+        return self.served_model_name or self.model
 
 
 def free_loopback_port() -> int:
@@ -142,10 +152,15 @@ class EngineProcess:
         self._log.flush()
         return self.launch_spec.log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
 
-    def wait_ready(self, timeout_s: float) -> None:
-        """Poll readiness until `timeout_s`; raise EngineStartError if it exits or times out."""
+    def wait_ready(self, timeout_s: float, *, interrupt: threading.Event | None = None) -> None:
+        """Poll readiness until `timeout_s`; raise EngineStartError if it exits or times out.
+
+        Returns early, not ready, once `interrupt` is set (a cancel); the caller checks it.
+        """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if interrupt is not None and interrupt.is_set():
+                return
             if not self.running:
                 raise EngineStartError(
                     f"engine exited with code {self.popen.returncode}:\n{self.log_tail()}"

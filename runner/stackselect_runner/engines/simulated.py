@@ -32,7 +32,14 @@ class SimulatedEngineAdapter(EngineAdapter):
         if unknown:
             raise ValueError(f"simulated engine: unknown option(s) {unknown}")
         command = [sys.executable, "-m", "stackselect_runner.simengine"]
-        command += ["--host", launch.host, "--port", str(launch.port), "--model", launch.model]
+        command += [
+            "--host",
+            launch.host,
+            "--port",
+            str(launch.port),
+            "--model",
+            launch.served_name,
+        ]
         if "step_cost" in launch.options:
             command += ["--step-cost-json", json.dumps(launch.options["step_cost"])]
         for option, flag in OPTION_FLAGS.items():

@@ -1,0 +1,70 @@
+"""The user API for benchmark plans and jobs (/api/v1/benchmarks/...): team-scoped."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.permissions import TeamRolePermission, request_team
+from apps.benchmarks import services
+from apps.benchmarks.api.serializers import JobSerializer, PlanCreateIn, PlanSerializer
+from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.selectors import jobs_of, plans_of
+
+
+class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Plans of the acting team; POST makes one from a selection's chosen candidates."""
+
+    serializer_class = PlanSerializer
+    permission_classes = [TeamRolePermission]
+
+    def get_queryset(self):
+        return plans_of(team=request_team(self.request)).prefetch_related("jobs__attempts")
+
+    @extend_schema(request=PlanCreateIn, responses={201: PlanSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = PlanCreateIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        selection_id, title = values.pop("selection"), values.pop("title")
+        values["load_points"] = tuple(dict(point) for point in values["load_points"])
+        try:
+            options = PlanOptions(**values)
+        except ValueError as error:
+            raise ValidationError(str(error)) from error
+        plan = services.plan_create(
+            actor_user=request.user,
+            team=request_team(request),
+            selection_id=selection_id,
+            options=options,
+            title=title,
+        )
+        return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=PlanSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        plan = services.plan_cancel(
+            actor_user=request.user, team=request_team(request), plan_id=int(pk)
+        )
+        return Response(PlanSerializer(plan).data)
+
+
+class JobViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = JobSerializer
+    permission_classes = [TeamRolePermission]
+
+    def get_queryset(self):
+        return jobs_of(team=request_team(self.request)).prefetch_related("attempts")
+
+    @extend_schema(request=None, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        job = services.job_cancel(
+            actor_user=request.user, team=request_team(request), job_id=int(pk)
+        )
+        return Response(JobSerializer(job).data)

@@ -1,0 +1,347 @@
+"""What a runner does to an attempt: claim, heartbeat, progress, log, results, finish.
+
+A runner reaches only its own team's attempts (another team's look missing: 404), claims only
+attempts its labels fit (403), and after the claim only the attempts it holds. The claim is a
+conditional update, so a second delivery or a superseded attempt is refused (409).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat
+from django.http import Http404
+from django.utils import timezone
+
+from apps.audit.services import Actor, audit_record
+from apps.benchmarks.choices import (
+    ATTEMPT_FINISH_STATES,
+    ATTEMPT_LEASED,
+    JOB_PENDING,
+    AttemptState,
+    JobState,
+    PlanMode,
+)
+from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute
+from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
+from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload, summarise
+from apps.core.errors import ConflictError
+from apps.runners.labels import runner_takes
+from apps.runners.models import Runner
+from apps.runners.selectors import runner_queues
+from apps.runners.services import runner_heartbeat_touch
+
+LOG_MAX_CHARS = 2_000_000
+MAX_IDEMPOTENCY_KEY = 200
+PROGRESS_KEYS = ("load_point", "done", "total", "message")
+
+_CONFLICT_CODES = {
+    AttemptState.CLAIMED: "already_claimed",
+    AttemptState.RUNNING: "already_claimed",
+    AttemptState.SUPERSEDED: "superseded",
+    AttemptState.CANCELLED: "cancelled",
+}
+
+
+class LogOffsetMismatch(ConflictError):
+    def __init__(self, expected_offset: int) -> None:
+        super().__init__(
+            f"The log is {expected_offset} characters long; append at that offset.",
+            code="offset_mismatch",
+        )
+        self.expected_offset = expected_offset
+
+
+def _conflict(attempt: JobAttempt) -> ConflictError:
+    code = _CONFLICT_CODES.get(attempt.state, "finished")
+    return ConflictError(f"Attempt {attempt.pk} is {attempt.state}: drop it.", code=code)
+
+
+def _team_attempt(runner: Runner, attempt_id: int) -> JobAttempt:
+    attempt = (
+        JobAttempt.objects.select_related("job__plan", "job__team")
+        .filter(pk=attempt_id, job__team_id=runner.team_id)
+        .first()
+    )
+    if attempt is None:
+        raise Http404("No such attempt.")
+    return attempt
+
+
+def _own_attempt(runner: Runner, attempt_id: int) -> JobAttempt:
+    attempt = _team_attempt(runner, attempt_id)
+    if attempt.runner_id != runner.pk:
+        raise Http404("No such attempt of this runner.")
+    return attempt
+
+
+def attempt_of_runner(*, runner: Runner, attempt_id: int) -> JobAttempt:
+    """An attempt this runner claimed (for the spec); anything else is 404."""
+    return _own_attempt(runner, attempt_id)
+
+
+@transaction.atomic
+def attempt_claim(*, runner: Runner, attempt_id: int) -> JobAttempt:
+    """dispatched -> claimed for this runner, with a lease; anything else is refused."""
+    attempt = _team_attempt(runner, attempt_id)
+    job = attempt.job
+    if job.accelerator != runner.accelerator or not runner_takes(runner.gpu_count, job.gpu_count):
+        raise PermissionDenied(
+            f"This runner's labels do not fit the job ({job.gpu_count} x {job.accelerator})."
+        )
+    now = timezone.now()
+    claimed = JobAttempt.objects.filter(
+        pk=attempt.pk, state=AttemptState.DISPATCHED, job__cancel_requested=False
+    ).update(
+        state=AttemptState.CLAIMED,
+        runner=runner,
+        claimed_at=now,
+        lease_expires_at=lease_deadline(now),
+    )
+    if not claimed:
+        attempt.refresh_from_db()
+        if attempt.state == AttemptState.DISPATCHED:  # dispatched, but its job is cancelled
+            raise ConflictError("The job was cancelled: drop it.", code="cancelled")
+        raise _conflict(attempt)
+    JobLog.objects.get_or_create(attempt=attempt)
+    reason = f"Attempt {attempt.number} claimed by runner {runner.name}."
+    BenchmarkJob.objects.filter(pk=job.pk, state__in=JOB_PENDING).update(
+        state=JobState.RUNNING, state_reason=reason, started_at=job.started_at or now
+    )
+    audit_record(
+        actor=Actor.for_runner(runner),
+        action="attempt.claim",
+        obj=attempt,
+        team=job.team,
+        before={"state": AttemptState.DISPATCHED},
+        after={"state": AttemptState.CLAIMED, "runner_id": runner.pk},
+    )
+    attempt.refresh_from_db()
+    return attempt
+
+
+def _start_if_claimed(attempt: JobAttempt, now: datetime) -> None:
+    JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.CLAIMED).update(
+        state=AttemptState.RUNNING, started_at=now
+    )
+
+
+def _clean_progress(progress: Any) -> dict[str, Any]:
+    if not isinstance(progress, dict):
+        raise ValidationError({"progress": "Send an object {load_point, done, total, message}."})
+    cleaned = {key: progress.get(key) for key in PROGRESS_KEYS}
+    for key in ("done", "total"):
+        value = cleaned[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValidationError({key: "Must be a whole number."})
+    cleaned["message"] = str(cleaned["message"] or "")[:500]
+    return cleaned
+
+
+def _store_progress(attempt: JobAttempt, progress: Any, now: datetime) -> None:
+    cleaned = _clean_progress(progress)
+    cleaned.update(attempt=attempt.number, updated_at=now.isoformat(timespec="seconds"))
+    BenchmarkJob.objects.filter(pk=attempt.job_id).update(progress=cleaned)
+    _start_if_claimed(attempt, now)
+
+
+@dataclass(frozen=True)
+class HeartbeatAnswer:
+    cancel: bool
+    lease_expires_at: datetime | None
+    queues: list[str]
+
+
+def runner_heartbeat(*, runner: Runner, attempt_id: int | None, progress: Any) -> HeartbeatAnswer:
+    """Extend the lease of the runner's attempt; `cancel` tells the runner to stop it."""
+    if runner_heartbeat_touch(runner=runner):
+        pending_jobs_reroute(team_id=runner.team_id)
+    if attempt_id is None:
+        return HeartbeatAnswer(cancel=False, lease_expires_at=None, queues=runner_queues(runner))
+    with transaction.atomic():
+        attempt = _own_attempt(runner, attempt_id)
+        now = timezone.now()
+        lease = lease_deadline(now)
+        extended = JobAttempt.objects.filter(
+            pk=attempt.pk, runner=runner, state__in=ATTEMPT_LEASED
+        ).update(lease_expires_at=lease)
+        if extended and progress is not None:
+            _store_progress(attempt, progress, now)
+        elif extended:
+            _start_if_claimed(attempt, now)
+        cancel = not extended or attempt.job.cancel_requested
+    return HeartbeatAnswer(
+        cancel=cancel, lease_expires_at=lease if extended else None, queues=runner_queues(runner)
+    )
+
+
+@transaction.atomic
+def attempt_progress(*, runner: Runner, attempt_id: int, progress: Any) -> JobAttempt:
+    attempt = _own_attempt(runner, attempt_id)
+    if attempt.state not in ATTEMPT_LEASED:
+        raise _conflict(attempt)
+    _store_progress(attempt, progress, timezone.now())
+    return attempt
+
+
+@transaction.atomic
+def attempt_log_append(*, runner: Runner, attempt_id: int, offset: Any, text: Any) -> int:
+    """Append at exactly the stored length (characters); returns the next offset."""
+    attempt = _own_attempt(runner, attempt_id)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValidationError({"offset": "Must be a whole number >= 0."})
+    if not isinstance(text, str):
+        raise ValidationError({"text": "Must be a string."})
+    text = text.replace("\x00", "\ufffd")  # PostgreSQL text cannot hold NUL; same length
+    if offset + len(text) > LOG_MAX_CHARS:
+        raise ValidationError({"text": f"The log is full ({LOG_MAX_CHARS} characters)."})
+    JobLog.objects.get_or_create(attempt=attempt)
+    appended = JobLog.objects.filter(attempt=attempt, length=offset).update(
+        text=Concat(F("text"), Value(text)), length=F("length") + len(text)
+    )
+    if not appended:
+        raise LogOffsetMismatch(JobLog.objects.get(attempt=attempt).length)
+    return offset + len(text)
+
+
+def _replay(key: str, runner: Runner, attempt_id: int) -> ResultUpload | None:
+    existing = ResultUpload.objects.filter(idempotency_key=key).first()
+    if existing is None:
+        return None
+    if existing.attempt_id != attempt_id or existing.attempt.runner_id != runner.pk:
+        raise ConflictError(
+            "This Idempotency-Key belongs to another upload.", code="idempotency_key_reused"
+        )
+    return existing
+
+
+def result_upload(
+    *,
+    runner: Runner,
+    attempt_id: int,
+    idempotency_key: str,
+    content_encoding: str,
+    body: bytes,
+) -> tuple[ResultUpload, bool]:
+    """Store one gzip chunk of results; the same key again returns the stored one (False)."""
+    key = (idempotency_key or "").strip()
+    if not key or len(key) > MAX_IDEMPOTENCY_KEY:
+        raise ValidationError(
+            {"Idempotency-Key": f"Send a key of 1 to {MAX_IDEMPOTENCY_KEY} chars."}
+        )
+    replay = _replay(key, runner, attempt_id)
+    if replay is not None:
+        return replay, False
+    attempt = _own_attempt(runner, attempt_id)
+    if attempt.state not in ATTEMPT_LEASED:
+        raise _conflict(attempt)
+    if content_encoding.strip().lower() != "gzip":
+        raise ValidationError({"Content-Encoding": "Results must be sent gzip-compressed."})
+    if len(body) > settings.BENCHMARK_UPLOAD_MAX_BYTES:
+        raise UploadError(f"body: more than {settings.BENCHMARK_UPLOAD_MAX_BYTES} bytes")
+    raw = gunzip_limited(body, max_bytes=settings.BENCHMARK_UPLOAD_MAX_RAW_BYTES)
+    parsed = parse_upload(raw, load_point_count=len(attempt.job.plan.load_points))
+    try:
+        with transaction.atomic():
+            upload = ResultUpload.objects.create(
+                attempt=attempt,
+                job=attempt.job,
+                load_point_index=parsed.load_point_index,
+                chunk_index=parsed.chunk_index,
+                chunk_count=parsed.chunk_count,
+                idempotency_key=key,
+                sha256=hashlib.sha256(body).hexdigest(),
+                body=body,
+                record_count=len(parsed.records),
+                meta=parsed.meta,
+                summary=summarise(parsed.records, parsed.duration_s),
+            )
+            audit_record(
+                actor=Actor.for_runner(runner),
+                action="result_upload.create",
+                obj=upload,
+                team=attempt.job.team,
+                after={
+                    "attempt_id": attempt.pk,
+                    "load_point_index": upload.load_point_index,
+                    "chunk_index": upload.chunk_index,
+                    "record_count": upload.record_count,
+                    "sha256": upload.sha256,
+                },
+            )
+    except IntegrityError as error:
+        replay = _replay(key, runner, attempt_id)
+        if replay is not None:
+            return replay, False
+        raise ConflictError(
+            "This chunk of this load point was stored already under another key.",
+            code="duplicate_chunk",
+        ) from error
+    return upload, True
+
+
+def _missing_load_points(attempt: JobAttempt) -> list[int]:
+    """Load points without every chunk stored; a rate search may stop early, so it needs one."""
+    rows = ResultUpload.objects.filter(attempt=attempt).values_list(
+        "load_point_index", "chunk_index", "chunk_count"
+    )
+    chunks: dict[int, set[int]] = {}
+    counts: dict[int, int] = {}
+    for index, chunk, count in rows:
+        chunks.setdefault(index, set()).add(chunk)
+        counts[index] = count
+    complete = {index for index in chunks if chunks[index] >= set(range(counts[index]))}
+    if attempt.job.plan.mode == PlanMode.MAX_RATE_SEARCH:
+        return [] if complete else [0]
+    return [p["index"] for p in attempt.job.plan.load_points if p["index"] not in complete]
+
+
+_JOB_STATE_OF = {
+    AttemptState.SUCCEEDED: JobState.SUCCEEDED,
+    AttemptState.FAILED: JobState.FAILED,
+    AttemptState.CANCELLED: JobState.CANCELLED,
+}
+
+
+@transaction.atomic
+def attempt_finish(*, runner: Runner, attempt_id: int, state: Any, reason: Any) -> JobAttempt:
+    """End the runner's attempt; the job follows (a success without all results fails)."""
+    if state not in ATTEMPT_FINISH_STATES:
+        raise ValidationError({"state": f"Must be one of {', '.join(ATTEMPT_FINISH_STATES)}."})
+    reason = str(reason or "")[:2000]
+    attempt = _own_attempt(runner, attempt_id)
+    now = timezone.now()
+    finished = JobAttempt.objects.filter(
+        pk=attempt.pk, runner=runner, state__in=ATTEMPT_LEASED
+    ).update(state=state, reason=reason, finished_at=now, lease_expires_at=None)
+    if not finished:
+        if attempt.state == state:
+            return attempt  # the same finish sent again
+        raise _conflict(attempt)
+    actor = Actor.for_runner(runner)
+    audit_record(
+        actor=actor,
+        action="attempt.finish",
+        obj=attempt,
+        team=attempt.job.team,
+        before={"state": attempt.state},
+        after={"state": state, "reason": reason},
+    )
+    job_state, job_reason = _JOB_STATE_OF[state], reason
+    if state == AttemptState.SUCCEEDED:
+        missing = _missing_load_points(attempt)
+        if missing:
+            job_state = JobState.FAILED
+            job_reason = f"Results of load point(s) {missing} never arrived."
+    label = f"Attempt {attempt.number} on {runner.name}"
+    job_reason = f"{label}: {job_reason}" if job_reason else f"{label} {job_state}."
+    job_finish(attempt.job, state=job_state, reason=job_reason, actor=actor)
+    attempt.refresh_from_db()
+    return attempt

@@ -1,0 +1,287 @@
+"""Routing, dispatch, terminal moves and the reaper: the server side of "exactly once".
+
+Jobs are sent by task name to their pool queue on commit; the web app never imports runner code.
+A job no runner can take is `waiting_for_runner` with a reason, re-evaluated when runners enroll,
+probe or come back online, and by the reaper. Follow-up work (plan state, audit) happens only
+on the move into a terminal state, found by a conditional update's row count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.audit.services import Actor, audit_record
+from apps.benchmarks.choices import (
+    ATTEMPT_LEASED,
+    JOB_PENDING,
+    JOB_TERMINAL,
+    AttemptState,
+    JobState,
+    PlanState,
+)
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
+from apps.runners.labels import pool_queue, runner_takes
+from apps.runners.models import Runner
+from apps.runners.selectors import accelerator_names, is_online
+from config.celery import app as celery_app
+
+RUN_ATTEMPT_TASK = "stackselect.runner.run_attempt"
+DISPATCHER = Actor.system("dispatcher")
+REAPER = Actor.system("reaper")
+
+
+def publish_attempt(*, attempt_id: int, queue: str) -> None:
+    """Put the attempt on its queue; call it on commit so a runner never sees an unsaved row."""
+    celery_app.send_task(RUN_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=queue)
+    JobAttempt.objects.filter(pk=attempt_id).update(published_at=timezone.now())
+
+
+def _publish_on_commit(attempt: JobAttempt) -> None:
+    attempt_id, queue = attempt.pk, attempt.queue
+    # robust: a broker outage is logged, not raised; the reaper sends unpublished attempts again.
+    transaction.on_commit(lambda: publish_attempt(attempt_id=attempt_id, queue=queue), robust=True)
+
+
+def eligible_runners(*, team_id: int, accelerator: str, gpu_count: int) -> list[Runner]:
+    candidates = Runner.objects.filter(
+        team_id=team_id, revoked_at__isnull=True, labels__accelerator=accelerator
+    ).order_by("name")
+    return [runner for runner in candidates if runner_takes(runner.gpu_count, gpu_count)]
+
+
+def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[str, str]:
+    """Queued when an online runner of the team can take the job, else waiting with why."""
+    runners = eligible_runners(
+        team_id=job.team_id, accelerator=job.accelerator, gpu_count=job.gpu_count
+    )
+    name = accelerator_names({job.accelerator}).get(job.accelerator, job.accelerator)
+    hardware = f"{job.gpu_count} x {name} ({job.accelerator})"
+    if not runners:
+        return (
+            JobState.WAITING_FOR_RUNNER,
+            f"No runner of this team can take it: none has {hardware}. "
+            "Enroll a runner with that hardware on the Runners page.",
+        )
+    online = [runner for runner in runners if is_online(runner, now=now)]
+    if not online:
+        names = ", ".join(runner.name for runner in runners)
+        return JobState.WAITING_FOR_RUNNER, f"The runners with {hardware} are offline: {names}."
+    return JobState.QUEUED, f"Queued for {hardware}; {len(online)} runner(s) online."
+
+
+def _retry_note(job: BenchmarkJob) -> str:
+    lost = job.attempts.filter(state=AttemptState.LOST).order_by("-number").first()
+    return f"Attempt {lost.number} lost ({lost.reason}) Retrying. " if lost else ""
+
+
+def job_route(job: BenchmarkJob) -> None:
+    """Set a pending job's state and reason from the fleet; a job that moved on is left alone."""
+    state, reason = routing_verdict(job)
+    reason = _retry_note(job) + reason
+    if job.state == state and job.state_reason == reason:
+        return
+    changed = BenchmarkJob.objects.filter(pk=job.pk, state__in=JOB_PENDING).update(
+        state=state, state_reason=reason
+    )
+    if changed and job.state != state:
+        audit_record(
+            actor=DISPATCHER,
+            action=f"job.{state}",
+            obj=job,
+            team=job.team,
+            before={"state": job.state},
+            after={"state": state, "state_reason": reason},
+        )
+    if changed:
+        job.state, job.state_reason = state, reason
+
+
+def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
+    """Create attempt `number` and send it to the job's pool queue once the transaction commits."""
+    attempt = JobAttempt.objects.create(
+        job=job, number=number, queue=pool_queue(job.team_id, job.accelerator, job.gpu_count)
+    )
+    job_route(job)
+    _publish_on_commit(attempt)
+    return attempt
+
+
+def pending_jobs_reroute(*, team_id: int | None = None) -> int:
+    """Re-evaluate every pending job (of one team); returns how many were looked at."""
+    jobs = BenchmarkJob.objects.filter(state__in=JOB_PENDING).select_related("team")
+    if team_id is not None:
+        jobs = jobs.filter(team_id=team_id)
+    count = 0
+    for job in jobs:
+        with transaction.atomic():
+            job_route(job)
+        count += 1
+    return count
+
+
+def plan_refresh(plan_id: int) -> None:
+    """When every job is terminal, the plan becomes terminal too (once)."""
+    plan = BenchmarkPlan.objects.select_for_update().get(pk=plan_id)
+    states = list(plan.jobs.values_list("state", flat=True))
+    if plan.state != PlanState.RUNNING or not all(state in JOB_TERMINAL for state in states):
+        return
+    if all(state == JobState.SUCCEEDED for state in states):
+        final = PlanState.SUCCEEDED
+    elif JobState.SUCCEEDED in states:
+        final = PlanState.PARTIAL
+    elif JobState.FAILED in states:
+        final = PlanState.FAILED
+    else:
+        final = PlanState.CANCELLED
+    now = timezone.now()
+    if BenchmarkPlan.objects.filter(pk=plan.pk, state=PlanState.RUNNING).update(
+        state=final, finished_at=now
+    ):
+        audit_record(
+            actor=DISPATCHER,
+            action=f"plan.{final}",
+            obj=plan,
+            team=plan.team,
+            before={"state": PlanState.RUNNING},
+            after={"state": final},
+        )
+
+
+def job_finish(job: BenchmarkJob, *, state: str, reason: str, actor: Actor) -> bool:
+    """Move a job into a terminal state; True only for the call that made the move."""
+    now = timezone.now()
+    moved = (
+        BenchmarkJob.objects.filter(pk=job.pk)
+        .exclude(state__in=JOB_TERMINAL)
+        .update(state=state, state_reason=reason, finished_at=now)
+    )
+    if not moved:
+        return False
+    JobAttempt.objects.filter(job=job, state=AttemptState.DISPATCHED).update(
+        state=AttemptState.CANCELLED if state == JobState.CANCELLED else AttemptState.SUPERSEDED,
+        reason=f"The job {state}.",
+        finished_at=now,
+    )
+    audit_record(
+        actor=actor,
+        action=f"job.{state}",
+        obj=job,
+        team=job.team,
+        before={"state": job.state},
+        after={"state": state, "state_reason": reason},
+    )
+    job.state, job.state_reason, job.finished_at = state, reason, now
+    plan_refresh(job.plan_id)
+    return True
+
+
+# ---------------------------------------------------------------- the reaper
+
+
+@dataclass
+class ReapReport:
+    lost: int = 0
+    redispatched: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    republished: int = 0
+
+
+def _lost_reason(attempt: JobAttempt) -> str:
+    runner = attempt.runner.name if attempt.runner else "its runner"
+    expired = attempt.lease_expires_at.isoformat(timespec="seconds")
+    return f"Lease expired at {expired}: {runner} stopped sending heartbeats."
+
+
+def _reap_one(attempt_id: int, now: datetime, report: ReapReport) -> None:
+    with transaction.atomic():
+        attempt = (
+            JobAttempt.objects.select_related("runner", "job__plan", "job__team")
+            .filter(pk=attempt_id, state__in=ATTEMPT_LEASED, lease_expires_at__lt=now)
+            .first()
+        )
+        if attempt is None:
+            return
+        reason = _lost_reason(attempt)
+        if not JobAttempt.objects.filter(
+            pk=attempt.pk, state__in=ATTEMPT_LEASED, lease_expires_at__lt=now
+        ).update(state=AttemptState.LOST, reason=reason, finished_at=now):
+            return
+        report.lost += 1
+        job = (
+            BenchmarkJob.objects.select_for_update()
+            .select_related("plan", "team")
+            .get(pk=attempt.job_id)
+        )
+        audit_record(
+            actor=REAPER,
+            action="attempt.lost",
+            obj=attempt,
+            team=job.team,
+            before={"state": attempt.state},
+            after={"state": AttemptState.LOST, "reason": reason},
+        )
+        max_attempts = job.plan.max_attempts
+        if job.cancel_requested:
+            job_finish(job, state=JobState.CANCELLED, reason=f"Cancelled. {reason}", actor=REAPER)
+            report.cancelled += 1
+        elif attempt.number >= max_attempts:
+            final = f"Attempt {attempt.number} of {max_attempts} lost. {reason}"
+            job_finish(job, state=JobState.FAILED, reason=final, actor=REAPER)
+            report.failed += 1
+        elif BenchmarkJob.objects.filter(pk=job.pk, state=JobState.RUNNING).update(
+            state=JobState.QUEUED
+        ):
+            job.state = JobState.QUEUED
+            attempt_dispatch(job, number=attempt.number + 1)
+            report.redispatched += 1
+
+
+def _republish_stale_dispatches(now: datetime, report: ReapReport) -> None:
+    """Send again an attempt that an idle online runner should have taken long ago.
+
+    A broker that lost its messages (Redis restarted without persistence) would otherwise
+    strand the job; a duplicate is harmless, since the second claim is refused.
+    """
+    stale = now - timedelta(seconds=settings.RUNNER_REDISPATCH_AFTER_S)
+    attempts = JobAttempt.objects.filter(
+        state=AttemptState.DISPATCHED, job__cancel_requested=False
+    ).filter(Q(published_at__lt=stale) | Q(published_at__isnull=True, dispatched_at__lt=stale))
+    busy_runner_ids = set(
+        JobAttempt.objects.filter(state__in=ATTEMPT_LEASED).values_list("runner_id", flat=True)
+    )
+    for attempt in attempts.select_related("job"):
+        job = attempt.job
+        runners = eligible_runners(
+            team_id=job.team_id, accelerator=job.accelerator, gpu_count=job.gpu_count
+        )
+        if not any(is_online(r, now=now) and r.pk not in busy_runner_ids for r in runners):
+            continue
+        with transaction.atomic():
+            if JobAttempt.objects.filter(
+                pk=attempt.pk, state=AttemptState.DISPATCHED, published_at=attempt.published_at
+            ).update(published_at=now):
+                _publish_on_commit(attempt)
+                report.republished += 1
+
+
+def reap_expired_leases(*, now: datetime | None = None) -> ReapReport:
+    """Lost attempts are retried up to the plan's maximum, then their job fails; idempotent."""
+    now = now or timezone.now()
+    report = ReapReport()
+    expired = JobAttempt.objects.filter(state__in=ATTEMPT_LEASED, lease_expires_at__lt=now)
+    for attempt_id in list(expired.values_list("id", flat=True)):
+        _reap_one(attempt_id, now, report)
+    _republish_stale_dispatches(now, report)
+    pending_jobs_reroute()
+    return report
+
+
+def lease_deadline(now: datetime) -> datetime:
+    return now + timedelta(seconds=settings.RUNNER_LEASE_SECONDS)

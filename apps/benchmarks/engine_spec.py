@@ -1,0 +1,106 @@
+"""The job spec's engine section for the simulated engine, from a candidate and the catalog.
+
+The simulated engine times its tokens with the estimator's StepCost for the candidate's model,
+accelerator, precision and parallel layout (a wire contract with runner/stackselect_runner/
+simengine). The cost is frozen for a typical decode batch at the workload's mean context.
+With dp > 1 the engine still serves one replica, so its capacity is one replica's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
+from apps.selections.catalog_adapter import (
+    FALLBACK_BATCHED_TOKENS,
+    FALLBACK_MAX_SEQS,
+    accelerator_spec,
+    model_arch,
+)
+from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
+
+SIMULATED_ADAPTER = "simulated"
+# Our assumption for the MoE expert reads frozen into the step cost: a moderately loaded engine.
+TYPICAL_DECODE_BATCH = 16
+LAYOUT_KEYS = ("tp", "pp", "ep", "dp")
+
+
+def custom_model_arch(custom: Mapping[str, Any]) -> ModelArch:
+    """A selection's custom architecture, given with the estimator's field names."""
+    names = {item.name for item in fields(ModelArch)}
+    try:
+        return ModelArch(**{key: value for key, value in custom.items() if key in names})
+    except TypeError as error:
+        raise ValueError(f"custom_model: {error}") from error
+
+
+def model_identity(model: ModelSpec | None, custom: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Checkpoint and tokenizer of the plan's model (the tokenizer is the checkpoint's own)."""
+    if model is not None:
+        checkpoint = model.checkpoint or model.slug
+        return {
+            "slug": model.slug,
+            "name": model.name,
+            "checkpoint": checkpoint,
+            "tokenizer": checkpoint,
+        }
+    custom = dict(custom or {})
+    name = str(custom.get("name") or "custom model")
+    checkpoint = str(custom.get("checkpoint") or name)
+    return {
+        "slug": None,
+        "name": name,
+        "checkpoint": checkpoint,
+        "tokenizer": str(custom.get("tokenizer") or checkpoint),
+    }
+
+
+def parallelism_of(stack: Mapping[str, Any]) -> Parallelism:
+    layout = {key: stack.get(key, 1) for key in LAYOUT_KEYS}
+    return Parallelism(**layout)
+
+
+def simulated_engine(
+    *,
+    stack: Mapping[str, Any],
+    arch: ModelArch,
+    accelerator: Accelerator,
+    release: EngineRelease,
+    served_model_name: str,
+    kv_dtype: str | None,
+    mean_context: float,
+) -> dict[str, Any]:
+    """Adapter, model and options (step cost and scheduler budgets) for the simulated engine."""
+    cost = build_step_cost(
+        model=arch,
+        accel=accelerator_spec(accelerator),
+        precision=str(stack["precision"]),
+        kv_dtype=kv_dtype,
+        parallelism=parallelism_of(stack),
+        decode_batch=TYPICAL_DECODE_BATCH,
+        context=max(mean_context, 1.0),
+    )
+    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
+    return {
+        "adapter": SIMULATED_ADAPTER,
+        "model": served_model_name,
+        "served_model_name": served_model_name,
+        "options": {
+            "step_cost": cost.as_dict(),
+            "max_num_seqs": max_seqs,
+            "max_num_batched_tokens": max(
+                release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs
+            ),
+            "time_scale": 1.0,
+        },
+    }
+
+
+def arch_for(model: ModelSpec | None, custom: Mapping[str, Any] | None) -> ModelArch:
+    if model is not None:
+        return model_arch(model)
+    if not custom:
+        raise ValueError("model: the selection names no model")
+    return custom_model_arch(custom)

@@ -1,0 +1,63 @@
+"""The plan form: load points as a kind and a list of levels, the rest of PlanOptions as fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from apps.benchmarks.choices import PlanMode
+from apps.benchmarks.identity import MAX_REQUEST_COUNT, PlanOptions
+
+LOAD_KINDS = (("rate_rps", "Rates (requests/s)"), ("concurrency", "Concurrencies"))
+
+
+class PlanForm(forms.Form):
+    title = forms.CharField(max_length=200, required=False)
+    mode = forms.ChoiceField(choices=PlanMode.choices, initial=PlanMode.FIXED)
+    load_kind = forms.ChoiceField(choices=LOAD_KINDS, initial="rate_rps")
+    load_levels = forms.CharField(
+        required=False,
+        help_text="Comma-separated, e.g. 1, 2, 4. Empty: half, once and twice the goal's load.",
+    )
+    request_count = forms.IntegerField(min_value=1, max_value=MAX_REQUEST_COUNT, initial=200)
+    seed = forms.IntegerField(min_value=0, initial=0)
+    warmup_requests = forms.IntegerField(min_value=0, max_value=1000, initial=4)
+    measurement_window_s = forms.FloatField(min_value=1, initial=120)
+    max_error_rate = forms.FloatField(min_value=0, max_value=1, initial=0.05)
+    max_attempts = forms.IntegerField(min_value=1, max_value=10, initial=3)
+    request_timeout_s = forms.FloatField(min_value=1, initial=120)
+    endpoint = forms.ChoiceField(
+        choices=(("completions", "Completions"), ("chat", "Chat completions"))
+    )
+
+    def clean_load_levels(self) -> list[float]:
+        text = self.cleaned_data["load_levels"].strip()
+        if not text:
+            return []
+        try:
+            return [float(part) for part in text.replace(";", ",").split(",") if part.strip()]
+        except ValueError as error:
+            raise forms.ValidationError("Give numbers separated by commas.") from error
+
+    def load_points(self) -> list[dict[str, Any]]:
+        kind = self.cleaned_data["load_kind"]
+        levels = self.cleaned_data["load_levels"]
+        if kind == "concurrency":
+            return [{"concurrency": round(level)} for level in levels]
+        return [{"rate_rps": level} for level in levels]
+
+    def options(self) -> PlanOptions:
+        data = self.cleaned_data
+        return PlanOptions(
+            mode=data["mode"],
+            seed=data["seed"],
+            request_count=data["request_count"],
+            load_points=tuple(self.load_points()),
+            warmup_requests=data["warmup_requests"],
+            measurement_window_s=data["measurement_window_s"],
+            max_error_rate=data["max_error_rate"],
+            max_attempts=data["max_attempts"],
+            request_timeout_s=data["request_timeout_s"],
+            endpoint=data["endpoint"],
+        )

@@ -1,0 +1,205 @@
+"""A plan's identity (DOMAIN.md section 5), its fingerprint, load points and request schedule.
+
+No database access: the caller passes the selection's documents in. Every candidate of a plan
+runs the same requests (one seed, arrivals drawn at unit rate; a load point's rate divides
+them), so the identity is everything that must not differ between two results to compare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apps.audit.chain import canonical_json
+from apps.benchmarks.choices import PlanMode
+from apps.selections.workload import (
+    ClosedLoop,
+    OpenLoopArrivals,
+    Workload,
+    generate_requests,
+)
+
+IDENTITY_VERSION = 1
+MAX_LOAD_POINTS = 16
+MAX_REQUEST_COUNT = 20_000
+WORKLOAD_KEYS = ("isl", "osl", "arrival", "prefix_share", "prefix_tokens", "prefix_groups")
+# Default load ladder around the goal's load: half, the goal itself and twice it.
+DEFAULT_LADDER = (0.5, 1.0, 2.0)
+SEARCH_MAX_STEPS = 8
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What a person chooses when making a plan; the rest comes from the selection."""
+
+    mode: str = PlanMode.FIXED
+    seed: int = 0
+    request_count: int = 200
+    load_points: tuple[Mapping[str, Any], ...] = ()
+    warmup_requests: int = 4
+    measurement_window_s: float = 120.0
+    max_error_rate: float = 0.05
+    max_attempts: int = 3
+    request_timeout_s: float = 120.0
+    endpoint: str = "completions"
+
+    def __post_init__(self) -> None:
+        if self.mode not in PlanMode.values:
+            raise ValueError(f"mode: must be one of {', '.join(PlanMode.values)}")
+        _whole(self.seed, "seed", 0)
+        _whole(self.request_count, "request_count", 1, MAX_REQUEST_COUNT)
+        _whole(self.warmup_requests, "warmup_requests", 0, 1000)
+        _whole(self.max_attempts, "max_attempts", 1, 10)
+        if not self.measurement_window_s > 0:
+            raise ValueError("measurement_window_s: must be positive")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError("max_error_rate: must be between 0 and 1")
+        if not self.request_timeout_s > 0:
+            raise ValueError("request_timeout_s: must be positive")
+        if self.endpoint not in ("completions", "chat"):
+            raise ValueError("endpoint: must be completions or chat")
+
+
+def _whole(value: Any, field: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field}: must be a whole number")
+    if value < minimum or (maximum is not None and value > maximum):
+        limit = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise ValueError(f"{field}: must be {limit}, got {value}")
+    return value
+
+
+def plan_workload(workload: Mapping[str, Any]) -> Workload:
+    """The selection's workload with an open-loop arrival, so rate load points always apply.
+
+    A closed-loop goal keeps its lengths and prefixes; its schedule is drawn as Poisson.
+    """
+    parsed = Workload.from_dict({key: workload[key] for key in WORKLOAD_KEYS if key in workload})
+    if isinstance(parsed.arrival, OpenLoopArrivals):
+        return parsed
+    return Workload(
+        input_length=parsed.input_length,
+        output_length=parsed.output_length,
+        arrival=OpenLoopArrivals("poisson", 1.0),
+        prefix_share=parsed.prefix_share,
+        prefix_tokens=parsed.prefix_tokens,
+        prefix_groups=parsed.prefix_groups,
+    )
+
+
+def _three_significant(value: float) -> float:
+    return float(f"{value:.3g}")
+
+
+def default_load_points(workload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Half, once and twice the goal's rate (or concurrency)."""
+    arrival = Workload.from_dict(
+        {key: workload[key] for key in WORKLOAD_KEYS if key in workload}
+    ).arrival
+    if isinstance(arrival, ClosedLoop):
+        levels = sorted({max(1, math.ceil(arrival.concurrency * f)) for f in DEFAULT_LADDER})
+        return [{"concurrency": level} for level in levels]
+    rates = sorted({_three_significant(arrival.rate_rps * f) for f in DEFAULT_LADDER})
+    return [{"rate_rps": rate} for rate in rates]
+
+
+def normalise_load_points(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Validate and index load points; each has exactly one of rate_rps or concurrency."""
+    if not points:
+        raise ValueError("load_points: give at least one load point")
+    if len(points) > MAX_LOAD_POINTS:
+        raise ValueError(f"load_points: at most {MAX_LOAD_POINTS}")
+    normalised = []
+    for index, point in enumerate(points):
+        where = f"load_points[{index}]"
+        if not isinstance(point, Mapping) or ("rate_rps" in point) == ("concurrency" in point):
+            raise ValueError(f"{where}: needs exactly one of rate_rps or concurrency")
+        if "rate_rps" in point:
+            rate = point["rate_rps"]
+            if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
+                raise ValueError(f"{where}.rate_rps: must be a positive number")
+            if not math.isfinite(rate):
+                raise ValueError(f"{where}.rate_rps: must be finite")
+            normalised.append({"index": index, "rate_rps": float(rate)})
+        else:
+            concurrency = _whole(point["concurrency"], f"{where}.concurrency", 1, 100_000)
+            normalised.append({"index": index, "concurrency": concurrency})
+    return normalised
+
+
+def request_schedule(workload: Workload, *, count: int, seed: int) -> list[dict[str, Any]]:
+    """The fixed-seed requests at unit rate, in the job spec's shape."""
+    return [
+        {
+            "index": request.index,
+            "arrival_s": round(request.arrival_s, 6),
+            "input_tokens": request.input_tokens,
+            "output_tokens": request.output_tokens,
+            "prefix_group": request.prefix_group,
+        }
+        for request in generate_requests(workload, count, seed, rate_rps=1.0)
+    ]
+
+
+def search_section(
+    mode: str, slo: Mapping[str, Any], load_points: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """For a max-rate search: the SLO to hold and the rate bracket the load points span."""
+    if mode != PlanMode.MAX_RATE_SEARCH:
+        return None
+    rates = [point["rate_rps"] for point in load_points if "rate_rps" in point]
+    if not rates:
+        raise ValueError("load_points: a max-rate search needs rate load points")
+    return {
+        "slo": dict(slo),
+        "min_rps": min(rates),
+        "max_rps": max(rates),
+        "max_steps": SEARCH_MAX_STEPS,
+    }
+
+
+def build_identity(
+    *,
+    model: Mapping[str, Any],
+    precision: str,
+    kv_dtype: str,
+    workload: Mapping[str, Any],
+    options: PlanOptions,
+    load_points: Sequence[Mapping[str, Any]],
+    search: Mapping[str, Any] | None,
+    simulated: bool,
+) -> dict[str, Any]:
+    """Everything two results must share to compare, as one JSON document."""
+    return {
+        "version": IDENTITY_VERSION,
+        "simulated": simulated,
+        "model": dict(model),
+        "precision": precision,
+        "kv_dtype": kv_dtype,
+        "workload": {
+            **{key: workload[key] for key in WORKLOAD_KEYS if key in workload},
+            "seed": options.seed,
+            "request_count": options.request_count,
+        },
+        "mode": options.mode,
+        "load_points": [dict(point) for point in load_points],
+        "search": dict(search) if search else None,
+        "harness": {
+            "endpoint": options.endpoint,
+            "ignore_eos": True,
+            "warmup_requests": options.warmup_requests,
+            "timeout_s": options.request_timeout_s,
+        },
+        "measurement_window_s": options.measurement_window_s,
+        "failure_policy": {
+            "max_error_rate": options.max_error_rate,
+            "max_attempts": options.max_attempts,
+        },
+    }
+
+
+def identity_fingerprint(identity: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()

@@ -1,0 +1,149 @@
+"""Reads: plans and jobs of a team, the job spec a runner fetches, progress, fleet rows, gauges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Prefetch, QuerySet
+from django.utils import timezone
+
+from apps.accounts.scoping import scoped
+from apps.benchmarks.choices import ATTEMPT_LEASED, JobState
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
+from apps.core.metrics import GaugeSample
+from apps.runners.models import Runner
+from apps.runners.selectors import runner_state, runners_of
+
+
+def plans_of(*, team: Any) -> QuerySet[BenchmarkPlan]:
+    return scoped(
+        BenchmarkPlan.objects.select_related("selection").annotate(job_count=Count("jobs")), team
+    )
+
+
+def jobs_of(*, team: Any) -> QuerySet[BenchmarkJob]:
+    return scoped(BenchmarkJob.objects.select_related("plan"), team)
+
+
+def plan_jobs(plan: BenchmarkPlan) -> QuerySet[BenchmarkJob]:
+    return plan.jobs.order_by("pk")
+
+
+def job_attempts(job: BenchmarkJob) -> QuerySet[JobAttempt]:
+    return job.attempts.select_related("runner", "log").order_by("-number")
+
+
+def progress_fraction(job: BenchmarkJob) -> float:
+    """Share of the job done: finished load points plus the current one's done/total."""
+    if job.state == JobState.SUCCEEDED:
+        return 1.0
+    progress = job.progress or {}
+    points = max(len(job.plan.load_points), 1)
+    index = progress.get("load_point")
+    done, total = progress.get("done"), progress.get("total")
+    if not isinstance(index, int) or not isinstance(done, int) or not total:
+        return 0.0
+    return max(0.0, min(1.0, (index + min(done / total, 1.0)) / points))
+
+
+def job_progress_row(job: BenchmarkJob) -> dict[str, Any]:
+    return {
+        "id": job.pk,
+        "state": job.state,
+        "state_label": job.get_state_display(),
+        "state_reason": job.state_reason,
+        "cancel_requested": job.cancel_requested,
+        "fraction": round(progress_fraction(job), 4),
+        "message": (job.progress or {}).get("message", ""),
+    }
+
+
+def plan_progress(plan: BenchmarkPlan) -> dict[str, Any]:
+    """The small JSON document the plan page polls."""
+    jobs = list(plan.jobs.select_related("plan").order_by("pk"))
+    return {
+        "plan": plan.pk,
+        "state": plan.state,
+        "state_label": plan.get_state_display(),
+        "jobs": [job_progress_row(job) for job in jobs],
+    }
+
+
+def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
+    """The job spec of runner/PROTOCOL.md, built from the plan and the job."""
+    job, plan = attempt.job, attempt.job.plan
+    identity = plan.identity
+    workload = identity["workload"]
+    harness = identity["harness"]
+    return {
+        "attempt_id": attempt.pk,
+        "job_id": job.pk,
+        "plan_id": plan.pk,
+        "identity": identity,
+        "identity_fingerprint": plan.identity_fingerprint,
+        "stack": job.stack,
+        "engine": job.engine,
+        "harness": {
+            "endpoint": harness["endpoint"],
+            "ignore_eos": harness["ignore_eos"],
+            "min_tokens": True,
+            "timeout_s": harness["timeout_s"],
+            "warmup_requests": harness["warmup_requests"],
+            "shared_prefix_tokens": int(workload.get("prefix_tokens") or 0),
+            "prompt_seed": workload["seed"],
+        },
+        "requests": plan.requests,
+        "load_points": plan.load_points,
+        "search": plan.search,
+        "measurement_window_s": identity["measurement_window_s"],
+        "failure_policy": identity["failure_policy"],
+    }
+
+
+@dataclass(frozen=True)
+class RunnerRow:
+    runner: Runner
+    state: str
+    attempt: JobAttempt | None
+
+    @property
+    def fraction(self) -> float:
+        return progress_fraction(self.attempt.job) if self.attempt else 0.0
+
+
+def runner_rows(*, team: Any) -> list[RunnerRow]:
+    """Each runner of the team with its shown state and current attempt (two queries)."""
+    leased = JobAttempt.objects.filter(state__in=ATTEMPT_LEASED).select_related("job__plan")
+    runners = runners_of(team=team).prefetch_related(
+        Prefetch("attempts", queryset=leased, to_attr="leased_attempts")
+    )
+    now = timezone.now()
+    rows = []
+    for runner in runners:
+        current = runner.leased_attempts[0] if runner.leased_attempts else None
+        rows.append(
+            RunnerRow(runner, runner_state(runner, busy=current is not None, now=now), current)
+        )
+    return rows
+
+
+def runner_recent_attempts(runner: Runner, limit: int = 20) -> QuerySet[JobAttempt]:
+    return runner.attempts.select_related("job__plan").order_by("-dispatched_at")[:limit]
+
+
+def job_metrics() -> Iterator[GaugeSample]:
+    counts = dict(
+        BenchmarkJob.objects.order_by()
+        .values("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+    for state in JobState.values:
+        yield (
+            "stackselect_benchmark_jobs",
+            "Benchmark jobs by state.",
+            {"state": state},
+            float(counts.get(state, 0)),
+        )

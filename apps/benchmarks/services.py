@@ -1,0 +1,208 @@
+"""Writes a person makes: create a plan from a selection's chosen candidates, cancel jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from apps.accounts.choices import Role
+from apps.accounts.models import Team
+from apps.accounts.scoping import get_scoped_or_404
+from apps.accounts.services import require_role
+from apps.audit.services import Actor, audit_record
+from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
+from apps.benchmarks.dispatch import attempt_dispatch, job_finish
+from apps.benchmarks.engine_spec import arch_for, model_identity, simulated_engine
+from apps.benchmarks.identity import (
+    PlanOptions,
+    build_identity,
+    default_load_points,
+    identity_fingerprint,
+    normalise_load_points,
+    plan_workload,
+    request_schedule,
+    search_section,
+)
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
+from apps.selections.choices import SelectionState
+from apps.selections.models import Candidate, Selection
+
+
+def _one_precision(candidates: list[Candidate]) -> str:
+    precisions = sorted({str(c.stack.get("precision")) for c in candidates})
+    if len(precisions) != 1:
+        raise ValidationError(
+            {
+                "candidates": f"The chosen candidates use {' and '.join(precisions)}; a plan "
+                "measures one precision recipe (DOMAIN.md section 5). Make one plan per precision."
+            }
+        )
+    return precisions[0]
+
+
+def _kv_dtype(selection: Selection) -> str:
+    chosen = selection.workload.get("kv_dtype")
+    if chosen:
+        return str(chosen)
+    native = selection.model.native_dtype if selection.model else ""
+    return "fp16" if native == "fp16" else "bf16"
+
+
+def _plan_documents(selection: Selection, options: PlanOptions) -> dict[str, Any]:
+    """Workload, load points, search and schedule, with errors named after their field."""
+    try:
+        workload = plan_workload(selection.workload)
+        points = normalise_load_points(
+            list(options.load_points) or default_load_points(selection.workload)
+        )
+        search = search_section(options.mode, selection.slo, points)
+        requests = request_schedule(workload, count=options.request_count, seed=options.seed)
+        arch = arch_for(selection.model, selection.custom_model)
+    except ValueError as error:
+        field = str(error).split(":", 1)[0].split(".", 1)[0].split("[", 1)[0]
+        raise ValidationError({field or "workload": str(error)}) from error
+    mean_context = workload.input_length.mean() + workload.output_length.mean() / 2
+    return {
+        "points": points,
+        "search": search,
+        "requests": requests,
+        "arch": arch,
+        "mean_context": mean_context,
+    }
+
+
+@transaction.atomic
+def plan_create(
+    *, actor_user: Any, team: Team, selection_id: int, options: PlanOptions, title: str = ""
+) -> BenchmarkPlan:
+    """One plan with one identity; one job per chosen candidate, each dispatched on commit."""
+    require_role(user=actor_user, team=team, minimum=Role.ENGINEER)
+    selection = get_scoped_or_404(Selection.objects.select_related("model"), team, pk=selection_id)
+    candidates = list(
+        selection.candidates.filter(chosen=True).select_related("release", "accelerator")
+    )
+    if not candidates:
+        raise ValidationError({"candidates": "Choose at least one candidate to benchmark."})
+    precision = _one_precision(candidates)
+    kv_dtype = _kv_dtype(selection)
+    documents = _plan_documents(selection, options)
+    model = model_identity(selection.model, selection.custom_model)
+    identity = build_identity(
+        model=model,
+        precision=precision,
+        kv_dtype=kv_dtype,
+        workload=selection.workload,
+        options=options,
+        load_points=documents["points"],
+        search=documents["search"],
+        simulated=True,
+    )
+    count = BenchmarkPlan.objects.filter(selection=selection).count()
+    plan = BenchmarkPlan.objects.create(
+        team=team,
+        selection=selection,
+        title=(title.strip() or f"{selection.title}: benchmark {count + 1}")[:200],
+        created_by=actor_user,
+        mode=options.mode,
+        identity=identity,
+        identity_fingerprint=identity_fingerprint(identity),
+        load_points=documents["points"],
+        search=documents["search"],
+        requests=documents["requests"],
+        max_attempts=options.max_attempts,
+    )
+    jobs = []
+    for candidate in candidates:
+        try:
+            engine = simulated_engine(
+                stack=candidate.stack,
+                arch=documents["arch"],
+                accelerator=candidate.accelerator,
+                release=candidate.release,
+                served_model_name=model["checkpoint"],
+                kv_dtype=kv_dtype,
+                mean_context=documents["mean_context"],
+            )
+        except ValueError as error:
+            raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
+        jobs.append(
+            BenchmarkJob.objects.create(
+                plan=plan,
+                team=team,
+                candidate=candidate,
+                stack=candidate.stack,
+                engine=engine,
+                accelerator=candidate.accelerator.slug,
+                gpu_count=int(candidate.stack.get("gpu_count") or 1),
+            )
+        )
+    actor = Actor.for_user(actor_user)
+    audit_record(
+        actor=actor,
+        action="plan.create",
+        obj=plan,
+        team=team,
+        after={
+            "selection_id": selection.pk,
+            "identity_fingerprint": plan.identity_fingerprint,
+            "mode": plan.mode,
+            "jobs": [job.pk for job in jobs],
+        },
+    )
+    _selection_mark_planned(selection, actor)
+    for job in jobs:
+        attempt_dispatch(job, number=1)
+    return plan
+
+
+def _selection_mark_planned(selection: Selection, actor: Actor) -> None:
+    if Selection.objects.filter(pk=selection.pk, state=SelectionState.CANDIDATES_READY).update(
+        state=SelectionState.PLANNED
+    ):
+        audit_record(
+            actor=actor,
+            action="selection.planned",
+            obj=selection,
+            team=selection.team,
+            before={"state": SelectionState.CANDIDATES_READY},
+            after={"state": SelectionState.PLANNED},
+        )
+
+
+def _cancel(job: BenchmarkJob, actor: Actor) -> None:
+    """Cancel at once when no runner holds the job; else ask its runner at the next heartbeat."""
+    if job.state in JOB_TERMINAL or job.cancel_requested:
+        return
+    BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    job.cancel_requested = True
+    audit_record(actor=actor, action="job.cancel_request", obj=job, team=job.team)
+    if job.attempts.filter(state__in=ATTEMPT_LEASED).exists():
+        BenchmarkJob.objects.filter(pk=job.pk).update(
+            state_reason="Cancel requested; the runner stops at its next heartbeat."
+        )
+    else:
+        job_finish(
+            job, state=JobState.CANCELLED, reason="Cancelled before a runner took it.", actor=actor
+        )
+
+
+@transaction.atomic
+def job_cancel(*, actor_user: Any, team: Team, job_id: int) -> BenchmarkJob:
+    require_role(user=actor_user, team=team, minimum=Role.ENGINEER)
+    job = get_scoped_or_404(BenchmarkJob.objects.select_for_update(), team, pk=job_id)
+    _cancel(job, Actor.for_user(actor_user))
+    job.refresh_from_db()
+    return job
+
+
+@transaction.atomic
+def plan_cancel(*, actor_user: Any, team: Team, plan_id: int) -> BenchmarkPlan:
+    require_role(user=actor_user, team=team, minimum=Role.ENGINEER)
+    plan = get_scoped_or_404(BenchmarkPlan.objects.all(), team, pk=plan_id)
+    actor = Actor.for_user(actor_user)
+    for job in plan.jobs.select_for_update().order_by("pk"):
+        _cancel(job, actor)
+    plan.refresh_from_db()
+    return plan

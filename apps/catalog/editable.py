@@ -1,0 +1,44 @@
+"""The columns curators edit, shared by the page forms and the API serializers so the two
+cannot drift apart."""
+
+ENGINE_FIELDS = (
+    "slug",
+    "name",
+    "kind",
+    "homepage",
+    "licence",
+    "status",
+    "status_as_of",
+    "status_source",
+    "description",
+)
+RELEASE_FIELDS = (
+    "engine",
+    "version",
+    "release_date",
+    "source",
+    "as_of",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "kv_block_size",
+    "chunked_prefill_default",
+    "prefix_cache_kind",
+    "defaults_source",
+    "defaults_as_of",
+    "needs_review",
+)
+BACKEND_FIELDS = ("slug", "name", "homepage", "description")
+FEATURE_FIELDS = ("key", "name", "contract", "description")
+CAPABILITY_FIELDS = (
+    "release",
+    "feature",
+    "backend",
+    "vendor",
+    "family",
+    "maturity",
+    "note",
+    "evidence_url",
+    "as_of",
+    "verified_by",
+    "needs_review",
+)

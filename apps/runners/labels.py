@@ -1,0 +1,158 @@
+"""From a runner's probe to its routing labels and queues. Pure Python: no Django here.
+
+The probe says what the machine has (GPU names as the driver reports them); routing needs a
+catalog accelerator slug. Names differ ("NVIDIA H100 80GB HBM3" from nvidia-smi vs the
+catalog's "NVIDIA H100 SXM"), so matching keys on the model tokens: the words of a catalog
+name that contain a digit ("h100", "mi300x", "4090"), the first of which must appear in the
+GPU's name. Ties go to the most model tokens matched, then the closest memory size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_GPUS = 64
+_MIB_PER_GB = 1e9 / 2**20
+
+
+@dataclass(frozen=True)
+class CatalogAccelerator:
+    slug: str
+    name: str
+    memory_gb: float | None = None
+
+
+@dataclass(frozen=True)
+class Labels:
+    accelerator: str | None
+    gpu_count: int
+    engines: dict[str, str]
+    simulated: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "accelerator": self.accelerator,
+            "gpu_count": self.gpu_count,
+            "engines": sorted(self.engines),
+            "simulated": self.simulated,
+        }
+
+
+def _tokens(name: str) -> list[str]:
+    return [token for token in re.split(r"[^a-z0-9]+", name.lower()) if token]
+
+
+def _model_tokens(name: str) -> list[str]:
+    return [token for token in _tokens(name) if any(ch.isdigit() for ch in token)]
+
+
+def match_accelerator(
+    gpu_name: str, memory_mib: float | None, catalog: Iterable[CatalogAccelerator]
+) -> str | None:
+    """The catalog slug for a GPU name as a driver reports it, or None when nothing matches."""
+    words = set(_tokens(gpu_name))
+    if not words:
+        return None
+    best: tuple[int, float, str] | None = None
+    for accelerator in catalog:
+        if gpu_name.strip().lower() == accelerator.slug:
+            return accelerator.slug
+        model = _model_tokens(accelerator.name)
+        if not model or model[0] not in words:
+            continue
+        matched = sum(token in words for token in model)
+        distance = (
+            abs(memory_mib / _MIB_PER_GB - accelerator.memory_gb)
+            if memory_mib and accelerator.memory_gb
+            else 0.0
+        )
+        key = (matched, -distance, accelerator.slug)
+        if best is None or key[:2] > best[:2]:
+            best = key
+    return best[2] if best else None
+
+
+def _require_mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{field}: must be an object")
+    return value
+
+
+def validate_probe(probe: Any) -> dict[str, Any]:
+    """Check the fields routing relies on; other probe fields are kept as sent."""
+    probe = dict(_require_mapping(probe, "probe"))
+    gpus = probe.get("gpus", [])
+    if not isinstance(gpus, list):
+        raise ValueError("probe.gpus: must be a list")
+    for index, gpu in enumerate(gpus):
+        gpu = _require_mapping(gpu, f"probe.gpus[{index}]")
+        if not isinstance(gpu.get("name"), str) or not gpu["name"].strip():
+            raise ValueError(f"probe.gpus[{index}].name: must be a non-empty string")
+    count = probe.get("gpu_count", len(gpus))
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_GPUS:
+        raise ValueError(f"probe.gpu_count: must be a whole number from 0 to {MAX_GPUS}")
+    engines = probe.get("engines", {})
+    if not isinstance(engines, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str | None) for key, value in engines.items()
+    ):
+        raise ValueError("probe.engines: must map engine names to version strings")
+    if not isinstance(probe.get("simulated", False), bool):
+        raise ValueError("probe.simulated: must be true or false")
+    simulated_accelerator = probe.get("simulated_accelerator")
+    if simulated_accelerator is not None and not isinstance(simulated_accelerator, str):
+        raise ValueError("probe.simulated_accelerator: must be a catalog accelerator slug")
+    if probe.get("simulated") and not simulated_accelerator:
+        raise ValueError("probe.simulated_accelerator: a simulated runner must name its hardware")
+    return probe
+
+
+def derive_labels(probe: Mapping[str, Any], catalog: Iterable[CatalogAccelerator]) -> Labels:
+    """Routing labels of a validated probe; a simulated runner declares its hardware."""
+    catalog = list(catalog)
+    simulated = bool(probe.get("simulated", False))
+    gpus = probe.get("gpus", [])
+    gpu_count = int(probe.get("gpu_count", len(gpus)))
+    if simulated:
+        name, memory = str(probe["simulated_accelerator"]), None
+    elif gpus:
+        name, memory = str(gpus[0]["name"]), gpus[0].get("memory_mib")
+    else:
+        name, memory = str(probe.get("gpu_model") or ""), None
+    accelerator = match_accelerator(name, memory, catalog) if name else None
+    engines = {key: value or "" for key, value in dict(probe.get("engines", {})).items()}
+    return Labels(accelerator, gpu_count, engines, simulated)
+
+
+def runner_queue(runner_id: int) -> str:
+    return f"runner.{runner_id}"
+
+
+def pool_queue(team_id: int, accelerator: str, gpu_count: int) -> str:
+    return f"pool.{team_id}.{accelerator}.{gpu_count}"
+
+
+def pool_sizes(gpu_count: int) -> list[int]:
+    """GPU counts of the jobs a runner takes: powers of two up to its own count, and that count.
+
+    A 4-GPU machine also takes 1- and 2-GPU jobs (runner/PROTOCOL.md, "Queues and dispatch").
+    """
+    sizes = {1 << power for power in range(gpu_count.bit_length()) if 1 << power <= gpu_count}
+    return sorted(sizes | ({gpu_count} if gpu_count else set()))
+
+
+def runner_takes(runner_gpu_count: int, job_gpu_count: int) -> bool:
+    """Whether a runner with this many GPUs consumes the pool queue of a job of that size."""
+    return job_gpu_count in pool_sizes(runner_gpu_count)
+
+
+def queues_for(*, runner_id: int, team_id: int, labels: Labels) -> list[str]:
+    """The runner's own queue and the pools of every size it can take."""
+    queues = [runner_queue(runner_id)]
+    if labels.accelerator:
+        queues += [
+            pool_queue(team_id, labels.accelerator, size) for size in pool_sizes(labels.gpu_count)
+        ]
+    return queues

@@ -1,0 +1,287 @@
+"""The public shape of a goal (POST /api/v1/selections/), candidates and the estimate endpoint.
+
+Validation is strict: unknown catalog slugs, impossible numbers and inconsistent arrival
+settings are 400s whose keys follow the document's nesting (workload.isl.mean, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.catalog.choices import Maturity
+from apps.catalog.models import Accelerator, Feature, ModelSpec
+from apps.selections.choices import OperationalNeed
+from apps.selections.models import Selection
+from apps.selections.precision import KV_DTYPE_BYTES, PRECISIONS
+from apps.selections.workload import parse_length
+
+PRECISION_WORDS = tuple(PRECISIONS)
+KV_DTYPES = tuple(KV_DTYPE_BYTES)
+LENGTH_KINDS = ("fixed", "normal", "lognormal", "empirical")
+ARRIVAL_PROCESSES = ("poisson", "gamma", "constant")
+MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
+MAX_GPUS = 64
+
+
+class CatalogSlugField(serializers.CharField):
+    """A slug that must name a row of a catalog model; stays a string in the document."""
+
+    def __init__(self, *, model: type, slug_field: str = "slug", **kwargs: Any) -> None:
+        self.model = model
+        self.slug_field = slug_field
+        super().__init__(max_length=80, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not self.model.objects.filter(**{self.slug_field: value}).exists():
+            label = self.model._meta.verbose_name
+            raise serializers.ValidationError(f"No {label} in the catalog is called {value!r}.")
+        return value
+
+
+class PrecisionListField(serializers.ListField):
+    """One precision word or a list of them (each is enumerated); always stored as a list."""
+
+    child = serializers.ChoiceField(choices=PRECISION_WORDS)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(min_length=1, max_length=4, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        return super().to_internal_value([data] if isinstance(data, str) else data)
+
+
+class LengthSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=LENGTH_KINDS)
+    value = serializers.IntegerField(min_value=1, required=False)
+    mean = serializers.FloatField(min_value=1, required=False)
+    std = serializers.FloatField(min_value=0, required=False)
+    median = serializers.FloatField(min_value=1, required=False)
+    sigma = serializers.FloatField(min_value=0, required=False)
+    min = serializers.IntegerField(min_value=1, required=False)
+    max = serializers.IntegerField(min_value=1, required=False)
+    values = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), required=False, max_length=100_000
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            parse_length(attrs, "length")
+        except ValueError as error:
+            field, _, message = str(error).partition(": ")
+            raise serializers.ValidationError({field.split(".")[-1]: message}) from error
+        return attrs
+
+
+class ArrivalSerializer(serializers.Serializer):
+    process = serializers.ChoiceField(choices=ARRIVAL_PROCESSES, required=False)
+    rate_rps = serializers.FloatField(min_value=0.0001, required=False)
+    concurrency = serializers.IntegerField(min_value=1, required=False)
+    burstiness = serializers.FloatField(
+        min_value=0.01,
+        required=False,
+        help_text="Gamma shape k of the gaps: 1 is Poisson, below 1 burstier.",
+    )
+    peak_factor = serializers.FloatField(min_value=1, max_value=100, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        has_rate, has_concurrency = "rate_rps" in attrs, "concurrency" in attrs
+        if has_rate == has_concurrency:
+            message = "Give exactly one of rate_rps (open loop) and concurrency (closed loop)."
+            raise serializers.ValidationError({"rate_rps": message})
+        if has_rate and "process" not in attrs:
+            raise serializers.ValidationError({"process": "An arrival rate needs a process."})
+        if attrs.get("process") == "gamma" and "burstiness" not in attrs:
+            raise serializers.ValidationError({"burstiness": "A gamma process needs it."})
+        return attrs
+
+
+class WorkloadSerializer(serializers.Serializer):
+    model = CatalogSlugField(model=ModelSpec)
+    precision = PrecisionListField()
+    kv_dtype = serializers.ChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
+    isl = LengthSerializer()
+    osl = LengthSerializer()
+    arrival = ArrivalSerializer()
+    prefix_share = serializers.FloatField(min_value=0, max_value=1, default=0.0)
+    prefix_tokens = serializers.IntegerField(min_value=0, default=0)
+    multi_turn = serializers.BooleanField(default=False)
+    tool_share = serializers.FloatField(min_value=0, max_value=1, default=0.0)
+    max_context = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
+            message = "A shared prefix needs its length when prefix_share is above 0."
+            raise serializers.ValidationError({"prefix_tokens": message})
+        return attrs
+
+
+class SloSerializer(serializers.Serializer):
+    ttft_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    tpot_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    e2e_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    percentile = serializers.FloatField(min_value=1, max_value=100, default=99.0)
+    attainment = serializers.FloatField(min_value=0.01, max_value=1, default=0.99)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if all(attrs.get(name) is None for name in ("ttft_ms", "tpot_ms", "e2e_ms")):
+            message = "Set at least one of ttft_ms, tpot_ms and e2e_ms."
+            raise serializers.ValidationError({"ttft_ms": message})
+        return attrs
+
+
+class RequiredFeatureSerializer(serializers.Serializer):
+    feature = CatalogSlugField(model=Feature, slug_field="key")
+    min_maturity = serializers.ChoiceField(choices=MIN_MATURITIES)
+
+
+class ConstraintsSerializer(serializers.Serializer):
+    accelerators = serializers.ListField(
+        child=CatalogSlugField(model=Accelerator),
+        default=list,
+        help_text="Allowed accelerators; empty means every accelerator in the catalog.",
+    )
+    max_gpus = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, default=8)
+    required_features = RequiredFeatureSerializer(many=True, default=list)
+    operational = serializers.ListField(
+        child=serializers.ChoiceField(choices=OperationalNeed.choices), default=list
+    )
+    prices = serializers.DictField(
+        child=serializers.FloatField(min_value=0.0001),
+        default=dict,
+        help_text="USD per GPU-hour by accelerator slug.",
+    )
+
+    def validate_prices(self, prices: dict[str, float]) -> dict[str, float]:
+        known = set(
+            Accelerator.objects.filter(slug__in=list(prices)).values_list("slug", flat=True)
+        )
+        unknown = sorted(set(prices) - known)
+        if unknown:
+            raise serializers.ValidationError(f"Unknown accelerators: {', '.join(unknown)}.")
+        return prices
+
+
+class SelectionInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=160)
+    workload = WorkloadSerializer()
+    slo = SloSerializer()
+    constraints = ConstraintsSerializer(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.setdefault("constraints", ConstraintsSerializer().to_internal_value({}))
+        return attrs
+
+
+class SelectionSerializer(serializers.ModelSerializer):
+    workload = WorkloadSerializer()
+    slo = SloSerializer()
+    constraints = ConstraintsSerializer()
+
+    class Meta:
+        model = Selection
+        fields = ["id", "title", "state", "created_at", "updated_at", "workload", "slo"]
+        fields += ["constraints"]
+        read_only_fields = fields
+
+
+class StackSerializer(serializers.Serializer):
+    engine = serializers.CharField()
+    engine_version = serializers.CharField()
+    backend = serializers.CharField(allow_null=True)
+    accelerator = serializers.CharField()
+    gpu_count = serializers.IntegerField()
+    tp = serializers.IntegerField()
+    pp = serializers.IntegerField()
+    ep = serializers.IntegerField()
+    dp = serializers.IntegerField()
+    precision = serializers.CharField()
+
+
+class ReasonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class KeptCandidateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    stack = StackSerializer()
+    score = serializers.FloatField()
+    estimate = serializers.JSONField()
+    hints = ReasonSerializer(many=True)
+    capability_ids = serializers.ListField(child=serializers.IntegerField())
+    chosen = serializers.BooleanField()
+
+
+class DroppedCandidateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    stack = StackSerializer()
+    reasons = ReasonSerializer(many=True)
+    capability_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class DroppedGroupSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    count = serializers.IntegerField()
+    examples = serializers.ListField(child=serializers.CharField())
+
+
+class CandidateListSerializer(serializers.Serializer):
+    kept_count = serializers.IntegerField()
+    dropped_count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    kept = KeptCandidateSerializer(many=True)
+    dropped = DroppedCandidateSerializer(many=True)
+    dropped_groups = DroppedGroupSerializer(many=True)
+
+
+class CandidateChoiceSerializer(serializers.Serializer):
+    chosen = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=50)
+
+
+class EstimateInputSerializer(serializers.Serializer):
+    model = CatalogSlugField(model=ModelSpec)
+    precision = serializers.ChoiceField(choices=PRECISION_WORDS)
+    kv_dtype = serializers.ChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
+    accelerator = CatalogSlugField(model=Accelerator)
+    gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
+    tp = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
+    isl = serializers.IntegerField(min_value=1)
+    osl = serializers.IntegerField(min_value=1)
+    concurrency = serializers.IntegerField(min_value=1, default=1)
+    tpot_ms = serializers.FloatField(min_value=0.001, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["gpu_count"] % attrs["tp"]:
+            raise serializers.ValidationError({"tp": "tp must divide gpu_count."})
+        return attrs
+
+
+class EstimateOutputSerializer(serializers.Serializer):
+    weights_gb_per_gpu = serializers.FloatField()
+    kv_bytes_per_token = serializers.IntegerField()
+    kv_capacity_tokens = serializers.IntegerField()
+    fits = serializers.BooleanField()
+    fit_reason = serializers.CharField()
+    ttft_ms = serializers.FloatField()
+    tpot_ms = serializers.FloatField()
+    max_concurrency_at_tpot_slo = serializers.IntegerField(allow_null=True)
+
+
+class TraceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    row_count = serializers.IntegerField()
+    uploaded_at = serializers.DateTimeField()
+    summary = serializers.JSONField()
+
+
+class TraceUploadSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    apply = serializers.BooleanField(
+        default=True, help_text="Use the trace's lengths and arrival in the selection's workload."
+    )

@@ -1,0 +1,167 @@
+"""The selections API: goals, candidate computation and listing, traces, and the estimate."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.permissions import TeamRolePermission, request_team
+from apps.selections import selectors, services
+from apps.selections.api.serializers import (
+    CandidateChoiceSerializer,
+    CandidateListSerializer,
+    EstimateInputSerializer,
+    EstimateOutputSerializer,
+    SelectionInputSerializer,
+    SelectionSerializer,
+    TraceSerializer,
+    TraceUploadSerializer,
+)
+from apps.selections.choices import CandidateOutcome
+from apps.selections.estimate import stateless_estimate
+
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 100
+
+_FILTER_PARAMS = [
+    OpenApiParameter("engine", str, description="Engine slug."),
+    OpenApiParameter("accelerator", str, description="Accelerator slug."),
+    OpenApiParameter("precision", str),
+    OpenApiParameter("gpu_count", int),
+    OpenApiParameter("code", str, description="Reason code (dropped stacks only)."),
+    OpenApiParameter("page", int),
+    OpenApiParameter("page_size", int, description=f"At most {MAX_PAGE_SIZE}."),
+]
+
+
+def _page_args(request: Request) -> tuple[int, int]:
+    def number(name: str, default: int) -> int:
+        value = request.query_params.get(name, "")
+        return int(value) if value.isdigit() and int(value) > 0 else default
+
+    return number("page", 1), min(number("page_size", DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE)
+
+
+class SelectionViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """A team's selections: the goal (workload, SLO, constraints) and its candidate stacks."""
+
+    permission_classes = [TeamRolePermission]
+    serializer_class = SelectionSerializer
+    http_method_names = ["get", "post", "put", "head", "options"]
+
+    def get_queryset(self):
+        return selectors.selections_of(team=request_team(self.request))
+
+    def get_object(self):
+        return selectors.selection_get(
+            team=request_team(self.request), selection_id=self.kwargs["pk"]
+        )
+
+    @extend_schema(request=SelectionInputSerializer, responses={201: SelectionSerializer})
+    def create(self, request: Request) -> Response:
+        data = SelectionInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        selection = services.selection_create(
+            actor_user=request.user, team=request_team(request), data=data.validated_data
+        )
+        return Response(SelectionSerializer(selection).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=SelectionInputSerializer, responses={200: SelectionSerializer})
+    def update(self, request: Request, pk: str) -> Response:
+        selection = self.get_object()
+        data = SelectionInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        selection = services.selection_update(
+            actor_user=request.user, selection=selection, data=data.validated_data
+        )
+        return Response(SelectionSerializer(selection).data)
+
+    @extend_schema(parameters=_FILTER_PARAMS, responses={200: CandidateListSerializer})
+    @action(detail=True, methods=["get"])
+    def candidates(self, request: Request, pk: str) -> Response:
+        """Kept stacks ranked with score, estimate and hints; dropped ones with their reasons.
+
+        Both lists are paged with the same page and page_size; dropped_groups covers all."""
+        selection = self.get_object()
+        page, size = _page_args(request)
+        window = slice((page - 1) * size, page * size)
+        lists = {
+            outcome: selectors.candidates_filtered(
+                selection=selection, outcome=outcome, params=request.query_params
+            )
+            for outcome in (CandidateOutcome.KEPT, CandidateOutcome.DROPPED)
+        }
+        body = {
+            "kept_count": lists[CandidateOutcome.KEPT].count(),
+            "dropped_count": lists[CandidateOutcome.DROPPED].count(),
+            "page": page,
+            "page_size": size,
+            "kept": list(lists[CandidateOutcome.KEPT][window]),
+            "dropped": list(lists[CandidateOutcome.DROPPED][window]),
+            "dropped_groups": selectors.dropped_groups(selection=selection),
+        }
+        return Response(CandidateListSerializer(body).data)
+
+    @extend_schema(request=None, responses={200: SelectionSerializer})
+    @action(detail=True, methods=["post"], url_path="candidates/compute")
+    def compute(self, request: Request, pk: str) -> Response:
+        """(Re)compute the candidates of the selection's current goal."""
+        selection = services.candidates_compute(
+            actor_user=request.user, selection=self.get_object()
+        )
+        return Response(SelectionSerializer(selection).data)
+
+    @extend_schema(request=CandidateChoiceSerializer, responses={200: CandidateChoiceSerializer})
+    @action(detail=True, methods=["post"], url_path="candidates/choose")
+    def choose(self, request: Request, pk: str) -> Response:
+        """Mark exactly these kept candidates as chosen for the benchmark plan."""
+        selection = self.get_object()
+        data = CandidateChoiceSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        ids = data.validated_data["chosen"]
+        services.candidates_choose(actor_user=request.user, selection=selection, candidate_ids=ids)
+        return Response({"chosen": sorted(set(ids))})
+
+    @extend_schema(request=TraceUploadSerializer, responses={201: TraceSerializer})
+    @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
+    def traces(self, request: Request, pk: str) -> Response:
+        """Upload a CSV or JSONL trace; by default its lengths and arrival become the workload."""
+        selection = self.get_object()
+        data = TraceUploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        trace = services.trace_upload(
+            actor_user=request.user,
+            selection=selection,
+            name=upload.name,
+            content=upload.read(),
+            apply=data.validated_data["apply"],
+        )
+        return Response(TraceSerializer(trace).data, status=status.HTTP_201_CREATED)
+
+
+class EstimateView(APIView):
+    """Stateless memory and latency estimate of one replica layout (no goal is stored)."""
+
+    @extend_schema(request=EstimateInputSerializer, responses={200: EstimateOutputSerializer})
+    def post(self, request: Request) -> Response:
+        data = EstimateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            result = stateless_estimate(**data.validated_data)
+        except ValueError as error:
+            field, _, message = str(error).partition(": ")
+            raise DjangoValidationError({field: message or field}) from error
+        return Response(EstimateOutputSerializer(result).data)

@@ -1,0 +1,251 @@
+"""Hard filters: each dropped stack gets every reason that applies, as a code and a sentence.
+
+Evidence rule: a capability cell marked unsupported or deprecated drops a stack outright; no
+applicable cell means the catalog has no evidence that the path exists, which also drops it
+(`*_unverified`), except for 16-bit weights, the baseline path of every serving engine. A cell of
+unknown maturity ("present, no label") is enough to reach hardware or load a model, but not to
+meet a required feature's minimum maturity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
+from apps.catalog.models import Accelerator, EngineRelease
+from apps.selections.candidates.goal import Goal
+from apps.selections.candidates.stack import Reason, Stack, Verdict
+from apps.selections.catalog_adapter import (
+    SIXTEEN_BIT,
+    CatalogSnapshot,
+    Cell,
+    accelerator_spec,
+    hardware_feature,
+    precision_feature,
+)
+from apps.selections.estimator import MemoryEstimate, Parallelism, estimate_memory
+
+NOT_SERVING = "not_a_serving_engine"
+HARDWARE_UNSUPPORTED = "hardware_unsupported"
+HARDWARE_UNVERIFIED = "hardware_unverified"
+MODEL_UNSUPPORTED = "model_unsupported"
+MODEL_UNVERIFIED = "model_unverified"
+PRECISION_UNSUPPORTED = "precision_unsupported"
+PRECISION_UNVERIFIED = "precision_unverified"
+PARALLELISM_UNSUPPORTED = "parallelism_unsupported"
+PARALLELISM_UNVERIFIED = "parallelism_unverified"
+FEATURE_IMMATURE = "feature_immature"
+MEMORY_INSUFFICIENT = "memory_insufficient"
+CONTEXT_EXCEEDS_MODEL = "context_exceeds_model"
+FIGURES_MISSING = "figures_missing"
+INTERCONNECT_UNKNOWN = "interconnect_unknown"
+
+_REFUSING = (Maturity.UNSUPPORTED, Maturity.DEPRECATED)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One capability a stack needs, and the codes to report when it is missing."""
+
+    feature: str
+    what: str
+    unsupported_code: str
+    unverified_code: str
+    optional_when_absent: bool = False
+
+
+@dataclass(frozen=True)
+class _CapabilityFindings:
+    """What the capability cells say about a stack: drops, cells read, and two fit scores.
+
+    maturity is the mean rank of the cells read on a 0..1 scale (stable 1, beta 2/3,
+    experimental 1/3, anything else 0); operational_fit is the share of operational needs
+    the engine has a cell for that is neither unsupported nor deprecated.
+    """
+
+    reasons: list[Reason]
+    cell_ids: list[int]
+    maturity: float
+    operational_fit: float
+
+
+def _engine_name(release: EngineRelease) -> str:
+    return f"{release.engine.name} {release.version}"
+
+
+class Judge:
+    """Applies the hard filters to stacks of one goal, caching what stacks share."""
+
+    def __init__(self, snapshot: CatalogSnapshot, goal: Goal) -> None:
+        self.snapshot = snapshot
+        self.goal = goal
+        self._capabilities: dict[tuple, _CapabilityFindings] = {}
+        self._memory: dict[tuple, MemoryEstimate | Reason] = {}
+
+    def verdict(self, stack: Stack) -> Verdict:
+        if stack.release.engine.kind != EngineKind.ENGINE:
+            kind = stack.release.engine.get_kind_display().lower()
+            message = f"{stack.release.engine.name} is a {kind}, not a serving engine."
+            return Verdict(stack, reasons=[Reason(NOT_SERVING, message)])
+        key = (stack.release.pk, stack.backend and stack.backend.pk, stack.accelerator.pk)
+        key += (stack.precision, stack.layout.tp > 1, stack.layout.pp > 1, stack.layout.ep > 1)
+        if key not in self._capabilities:
+            self._capabilities[key] = self._capability_reasons(stack)
+        found = self._capabilities[key]
+        memory = self.memory(stack.accelerator, stack.precision, stack.layout)
+        verdict = Verdict(
+            stack,
+            reasons=list(found.reasons),
+            capability_ids=list(found.cell_ids),
+            maturity=found.maturity,
+            operational_fit=found.operational_fit,
+        )
+        if isinstance(memory, Reason):
+            verdict.reasons.append(memory)
+        else:
+            verdict.reasons.extend(self._fit_reasons(stack, memory))
+            verdict.estimate = {"memory": _memory_dict(memory)}
+        return verdict
+
+    # ------------------------------------------------------------ capabilities
+
+    def _checks(self, stack: Stack) -> list[_Check]:
+        accelerator, goal = stack.accelerator, self.goal
+        checks = [
+            _Check(
+                hardware_feature(accelerator),
+                f"{accelerator.get_vendor_display()} {accelerator.family or accelerator.name}",
+                HARDWARE_UNSUPPORTED,
+                HARDWARE_UNVERIFIED,
+            ),
+            _Check(
+                goal.model.architecture,
+                f"the {goal.model.name} architecture ({goal.model.architecture})",
+                MODEL_UNSUPPORTED,
+                MODEL_UNVERIFIED,
+            ),
+            _Check(
+                precision_feature(stack.precision),
+                f"{stack.precision} weights",
+                PRECISION_UNSUPPORTED,
+                PRECISION_UNVERIFIED,
+                optional_when_absent=stack.precision in SIXTEEN_BIT,
+            ),
+        ]
+        if not goal.kv_is_sixteen_bit:
+            checks.append(
+                _Check("kv_fp8", "an FP8 KV cache", PRECISION_UNSUPPORTED, PRECISION_UNVERIFIED)
+            )
+        for needed, feature, what in (
+            (stack.layout.tp > 1, "tensor_parallel", "tensor parallelism"),
+            (stack.layout.pp > 1, "pipeline_parallel", "pipeline parallelism"),
+            (stack.layout.ep > 1, "expert_parallel", "expert parallelism"),
+        ):
+            if needed:
+                checks.append(
+                    _Check(feature, what, PARALLELISM_UNSUPPORTED, PARALLELISM_UNVERIFIED)
+                )
+        return checks
+
+    def _cell(self, stack: Stack, feature: str) -> Cell | None:
+        return self.snapshot.cell(
+            stack.release,
+            feature,
+            backend_id=stack.backend.pk if stack.backend else None,
+            accelerator=stack.accelerator,
+        )
+
+    def _capability_reasons(self, stack: Stack) -> _CapabilityFindings:
+        engine = _engine_name(stack.release)
+        reasons, cells = [], []
+        for check in self._checks(stack):
+            cell = self._cell(stack, check.feature)
+            if cell is not None:
+                cells.append(cell)
+            if cell is not None and cell.maturity in _REFUSING:
+                message = f"The catalog records {check.what} as {cell.maturity} in {engine}."
+                reasons.append(Reason(check.unsupported_code, message))
+            elif cell is None and not check.optional_when_absent:
+                message = f"The catalog has no evidence that {engine} supports {check.what}."
+                reasons.append(Reason(check.unverified_code, message))
+        for feature, minimum in self.goal.required_features:
+            cell = self._cell(stack, feature)
+            if cell is not None:
+                cells.append(cell)
+            if cell is None or not maturity_meets(cell.maturity, minimum):
+                found = cell.maturity if cell else "no catalog cell"
+                message = f"{feature} needs at least {minimum} in {engine}; found {found}."
+                reasons.append(Reason(FEATURE_IMMATURE, message))
+        operational = [self._cell(stack, need) for need in self.goal.operational]
+        met = [cell for cell in operational if cell is not None and cell.maturity not in _REFUSING]
+        return _CapabilityFindings(
+            reasons=reasons,
+            cell_ids=[cell.id for cell in cells + met],
+            maturity=sum(MATURITY_RANK[c.maturity] for c in cells) / (3 * len(cells) or 1),
+            operational_fit=len(met) / len(operational) if operational else 1.0,
+        )
+
+    # ------------------------------------------------------------ memory
+
+    def memory(
+        self, accelerator: Accelerator, precision: str, layout: Parallelism
+    ) -> MemoryEstimate | Reason:
+        """The memory estimate of a replica, or the reason it cannot be made; cached."""
+        key = (accelerator.pk, precision, layout)
+        if key not in self._memory:
+            self._memory[key] = self._estimate_memory(accelerator, precision, layout)
+        return self._memory[key]
+
+    def _estimate_memory(
+        self, accelerator: Accelerator, precision: str, layout: Parallelism
+    ) -> MemoryEstimate | Reason:
+        try:
+            spec = accelerator_spec(accelerator)
+        except ValueError as error:
+            return Reason(FIGURES_MISSING, f"Cannot estimate this stack: {error}.")
+        if layout.needs_interconnect and spec.interconnect_gbps is None:
+            message = (
+                f"The catalog has no per-device interconnect bandwidth for {accelerator.name}, "
+                "so a multi-GPU replica cannot be estimated."
+            )
+            return Reason(INTERCONNECT_UNKNOWN, message)
+        return estimate_memory(
+            model=self.goal.arch,
+            accel=spec,
+            precision=precision,
+            kv_dtype=self.goal.kv_dtype_or_default,
+            parallelism=layout,
+            isl=self.goal.isl,
+            osl=self.goal.osl,
+        )
+
+    def _fit_reasons(self, stack: Stack, memory: MemoryEstimate) -> list[Reason]:
+        goal, reasons = self.goal, []
+        model_limit = goal.model.max_context
+        if goal.max_context and model_limit and goal.max_context > model_limit:
+            message = (
+                f"The workload needs {goal.max_context} tokens of context; "
+                f"{goal.model.name} takes at most {model_limit}."
+            )
+            reasons.append(Reason(CONTEXT_EXCEEDS_MODEL, message))
+        if not memory.fits:
+            message = (
+                f"Does not fit on {stack.gpu_count}x {stack.accelerator.name}: {memory.reason}."
+            )
+            reasons.append(Reason(MEMORY_INSUFFICIENT, message))
+        elif goal.max_context and memory.kv_capacity_tokens < goal.max_context:
+            message = (
+                f"The KV cache holds {memory.kv_capacity_tokens} tokens per replica, less than "
+                f"one request at the maximum context of {goal.max_context}."
+            )
+            reasons.append(Reason(MEMORY_INSUFFICIENT, message))
+        return reasons
+
+
+def _memory_dict(memory: MemoryEstimate) -> dict[str, float | int]:
+    return {
+        "weights_gb_per_gpu": round(memory.weights_gb_per_gpu, 3),
+        "kv_gb_per_gpu": round(memory.kv_gb_per_gpu, 3),
+        "kv_capacity_tokens": memory.kv_capacity_tokens,
+        "max_concurrent_sequences": memory.max_concurrent_sequences,
+    }

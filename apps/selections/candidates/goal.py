@@ -1,0 +1,103 @@
+"""A selection's goal, parsed once into the objects the candidate pipeline works with."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.catalog.models import ModelSpec
+from apps.selections.catalog_adapter import SIXTEEN_BIT, default_kv_dtype, model_arch
+from apps.selections.estimator import ModelArch
+from apps.selections.simulator import SLO
+from apps.selections.workload import OpenLoopArrivals, Workload
+
+DEFAULT_MAX_GPUS = 8
+
+
+@dataclass(frozen=True)
+class Goal:
+    """Workload, SLO and constraints of one selection.
+
+    `workload` is always open loop: a closed-loop goal (a fixed concurrency) is searched as a
+    Poisson process, since goodput is a rate. Lengths for the estimator are the distributions'
+    means, rounded up.
+    """
+
+    model: ModelSpec
+    arch: ModelArch
+    precisions: tuple[str, ...]
+    kv_dtype: str | None
+    workload: Workload
+    slo: SLO
+    isl: int
+    osl: int
+    max_context: int | None = None
+    target_rate_rps: float | None = None
+    peak_factor: float = 1.0
+    accelerators: tuple[str, ...] = ()
+    max_gpus: int = DEFAULT_MAX_GPUS
+    required_features: tuple[tuple[str, str], ...] = ()
+    operational: tuple[str, ...] = ()
+    prices: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def kv_dtype_or_default(self) -> str:
+        return self.kv_dtype or default_kv_dtype(self.model)
+
+    @property
+    def kv_is_sixteen_bit(self) -> bool:
+        return self.kv_dtype_or_default in SIXTEEN_BIT
+
+
+def _open_loop(workload: Workload) -> Workload:
+    if isinstance(workload.arrival, OpenLoopArrivals):
+        return workload
+    return Workload(
+        input_length=workload.input_length,
+        output_length=workload.output_length,
+        arrival=OpenLoopArrivals("poisson", 1.0),
+        prefix_share=workload.prefix_share,
+        prefix_tokens=workload.prefix_tokens,
+    )
+
+
+def goal_from_documents(
+    *,
+    model: ModelSpec,
+    workload: Mapping[str, Any],
+    slo: Mapping[str, Any],
+    constraints: Mapping[str, Any],
+) -> Goal:
+    """Build a Goal from a selection's validated JSON documents (see api/serializers.py)."""
+    parsed = Workload.from_dict(workload)
+    arrival = workload["arrival"]
+    precisions = workload["precision"]
+    return Goal(
+        model=model,
+        arch=model_arch(model),
+        precisions=tuple([precisions] if isinstance(precisions, str) else precisions),
+        kv_dtype=workload.get("kv_dtype") or None,
+        workload=_open_loop(parsed),
+        slo=SLO(
+            ttft_ms=slo.get("ttft_ms"),
+            tpot_ms=slo.get("tpot_ms"),
+            e2e_ms=slo.get("e2e_ms"),
+            percentile=slo.get("percentile", 99.0),
+            attainment=slo.get("attainment", 0.99),
+        ),
+        isl=math.ceil(parsed.input_length.mean()),
+        osl=math.ceil(parsed.output_length.mean()),
+        max_context=workload.get("max_context"),
+        target_rate_rps=arrival.get("rate_rps"),
+        peak_factor=arrival.get("peak_factor") or 1.0,
+        accelerators=tuple(constraints.get("accelerators") or ()),
+        max_gpus=constraints.get("max_gpus") or DEFAULT_MAX_GPUS,
+        required_features=tuple(
+            (item["feature"], item["min_maturity"])
+            for item in constraints.get("required_features") or ()
+        ),
+        operational=tuple(constraints.get("operational") or ()),
+        prices=dict(constraints.get("prices") or {}),
+    )

@@ -1,0 +1,193 @@
+"""Maps catalog rows onto the estimator's and simulator's dataclasses, and reads capability cells.
+
+The pure cores never see a Django model; this module is the only bridge. `CatalogSnapshot` loads
+everything candidate generation needs in a fixed, small number of queries, so enumerating
+thousands of stacks touches the database once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from apps.catalog.choices import EngineKind, PrefixCacheKind, Vendor
+from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
+from apps.selections.estimator import AcceleratorSpec, ModelArch
+from apps.selections.simulator import EngineConfig
+
+# Scheduler budgets assumed when the catalog has no sourced default for a release. They are
+# vLLM's defaults for smaller GPUs (2048 tokens, 256 sequences; vllm/engine/arg_utils.py, as
+# recorded in fixtures/catalog/engines.json) and its 16-token KV block.
+FALLBACK_BATCHED_TOKENS = 2048
+FALLBACK_MAX_SEQS = 256
+FALLBACK_BLOCK_SIZE = 16
+
+PREFIX_REUSE_KINDS = (PrefixCacheKind.HASH_BLOCKS, PrefixCacheKind.RADIX_TREE)
+
+# Precision words of the API -> the prec_* capability an engine must have for them.
+_PRECISION_FEATURES = {
+    "bf16": "prec_bf16",
+    "fp16": "prec_fp16",
+    "fp8": "prec_fp8",
+    "fp4": "prec_fp4",
+    "mxfp4": "prec_fp4",
+    "int8": "prec_int8",
+    "int4_awq": "prec_awq",
+    "int4_gptq": "prec_gptq",
+}
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def precision_feature(precision: str) -> str:
+    """The prec_* feature key of a precision word; every GGUF quant name maps to prec_gguf."""
+    return _PRECISION_FEATURES.get(precision, "prec_gguf")
+
+
+def default_kv_dtype(model: ModelSpec) -> str:
+    """Engines keep the KV cache in 16 bits unless told otherwise: fp16 for fp16 models."""
+    return "fp16" if model.native_dtype == "fp16" else "bf16"
+
+
+def hardware_feature(accelerator: Accelerator) -> str:
+    """The hw_* feature key that says whether an engine reaches this accelerator."""
+    if accelerator.vendor == Vendor.INTEL:
+        return "hw_intel_gaudi" if accelerator.family.startswith("gaudi") else "hw_intel_xpu"
+    return {
+        Vendor.NVIDIA: "hw_nvidia",
+        Vendor.AMD: "hw_amd",
+        Vendor.GOOGLE: "hw_google_tpu",
+        Vendor.APPLE: "hw_apple_metal",
+        Vendor.AWS: "hw_aws_neuron",
+        Vendor.HUAWEI: "hw_huawei_ascend",
+        Vendor.CPU: "hw_cpu",
+    }[accelerator.vendor]
+
+
+def model_arch(spec: ModelSpec) -> ModelArch:
+    """The estimator's view of a catalog model.
+
+    A sliding-window model whose count of sliding layers is unsourced is treated as full
+    attention on every layer: it overstates its KV cache, which errs towards "does not fit".
+    """
+    attention = spec.attention_kind
+    sliding_layers = spec.sliding_window_layers or 0
+    if attention == "sliding" and not sliding_layers:
+        attention = "gqa" if spec.kv_heads < spec.attention_heads else "mha"
+    return ModelArch(
+        params_total_b=spec.params_total_b,
+        params_active_b=spec.params_active_b,
+        layers=spec.layers,
+        hidden_size=spec.hidden_size,
+        attention_heads=spec.attention_heads,
+        kv_heads=spec.kv_heads,
+        head_dim=spec.head_dim,
+        attention_kind=attention,
+        sliding_window=spec.sliding_window if attention == "sliding" else None,
+        sliding_window_layers=sliding_layers if attention == "sliding" else 0,
+        kv_lora_rank=spec.kv_lora_rank,
+        qk_rope_head_dim=spec.qk_rope_head_dim,
+        experts_total=spec.experts_total or 0,
+        experts_active=spec.experts_active or 0,
+        max_context=spec.max_context,
+        vocab_size=spec.vocab_size,
+    )
+
+
+def accelerator_spec(accelerator: Accelerator) -> AcceleratorSpec:
+    """Raises ValueError naming the missing figure when the catalog lacks one the model needs."""
+    for name in ("memory_gb", "bandwidth_tbps", "bf16_tflops"):
+        if not getattr(accelerator, name):
+            raise ValueError(f"{name}: the catalog has no sourced figure for {accelerator.name}")
+    return AcceleratorSpec(
+        name=accelerator.slug,
+        memory_gb=accelerator.memory_gb,
+        bandwidth_tbps=accelerator.bandwidth_tbps,
+        bf16_tflops=accelerator.bf16_tflops,
+        fp8_tflops=accelerator.fp8_tflops,
+        fp4_tflops=accelerator.fp4_tflops,
+        interconnect_gbps=accelerator.interconnect_gbps,
+    )
+
+
+def engine_config(release: EngineRelease, *, kv_capacity_tokens: int) -> EngineConfig:
+    """Scheduler budgets from the release's recorded defaults, with the fallbacks above."""
+    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
+    return EngineConfig(
+        max_num_batched_tokens=max(
+            release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs
+        ),
+        max_num_seqs=max_seqs,
+        kv_capacity_tokens=kv_capacity_tokens,
+        kv_block_size=release.kv_block_size or FALLBACK_BLOCK_SIZE,
+        chunked_prefill=release.chunked_prefill_default is not False,
+        prefix_caching=release.prefix_cache_kind in PREFIX_REUSE_KINDS,
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One capability cell, reduced to what a verdict needs."""
+
+    id: int
+    maturity: str
+    backend_id: int | None
+    vendor: str
+    family: str
+
+    def specificity(self) -> int:
+        return (self.backend_id is not None) + bool(self.vendor) + bool(self.family)
+
+
+@dataclass
+class CatalogSnapshot:
+    """Releases (with engine and backends), accelerators and capability cells, loaded once."""
+
+    releases: list[EngineRelease]
+    accelerators: list[Accelerator]
+    cells: dict[tuple[int, str], list[Cell]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, *, accelerator_slugs: Iterable[str] | None = None) -> CatalogSnapshot:
+        releases = list(
+            EngineRelease.objects.select_related("engine")
+            .prefetch_related("backends__backend")
+            .order_by("engine__name", "version")
+        )
+        accelerators = Accelerator.objects.order_by("vendor", "name")
+        if accelerator_slugs is not None:
+            accelerators = accelerators.filter(slug__in=list(accelerator_slugs))
+        cells: dict[tuple[int, str], list[Cell]] = defaultdict(list)
+        rows = Capability.objects.values_list(
+            "id", "release_id", "feature__key", "maturity", "backend_id", "vendor", "family"
+        )
+        for cell_id, release_id, key, maturity, backend_id, vendor, family in rows:
+            cells[(release_id, key)].append(Cell(cell_id, maturity, backend_id, vendor, family))
+        return cls(releases=releases, accelerators=list(accelerators), cells=dict(cells))
+
+    def serving_releases(self) -> list[EngineRelease]:
+        return [r for r in self.releases if r.engine.kind == EngineKind.ENGINE]
+
+    def cell(
+        self,
+        release: EngineRelease,
+        feature: str,
+        *,
+        backend_id: int | None = None,
+        accelerator: Accelerator | None = None,
+    ) -> Cell | None:
+        """The most specific cell of `feature` that applies to this backend and accelerator.
+
+        A cell narrowed to a backend, vendor or family applies only when they match; with no
+        applicable cell the catalog holds no evidence either way.
+        """
+        vendor = accelerator.vendor if accelerator is not None else ""
+        family = accelerator.family if accelerator is not None else ""
+        applicable = [
+            cell
+            for cell in self.cells.get((release.pk, feature), ())
+            if cell.backend_id in (None, backend_id)
+            and cell.vendor in ("", vendor)
+            and cell.family in ("", family)
+        ]
+        return max(applicable, key=Cell.specificity, default=None)

@@ -1,0 +1,250 @@
+"""The goal wizard's form: flat fields for people, turned into the API's goal document.
+
+The form does no validation of its own beyond types: `to_document()` builds the same JSON the
+API takes, the API serializer validates it, and `add_document_errors` puts each nested error
+(workload.isl.mean) back on the field that produced it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from apps.catalog.models import Accelerator, ModelSpec
+from apps.selections.api.serializers import KV_DTYPES, PRECISION_WORDS
+from apps.selections.choices import OperationalNeed
+
+LENGTH_KINDS = [
+    ("fixed", "Fixed"),
+    ("normal", "Normal (mean, std)"),
+    ("lognormal", "Lognormal (median, sigma)"),
+    ("empirical", "Empirical (from the uploaded trace)"),
+]
+ARRIVALS = [
+    ("poisson", "Poisson at a rate"),
+    ("gamma", "Gamma at a rate, with burstiness"),
+    ("constant", "Constant rate"),
+    ("closed", "Closed loop at a concurrency"),
+]
+# API field -> the form field that holds it, for putting nested errors back.
+_LENGTH_KEYS = {"value": "tokens", "mean": "tokens", "median": "tokens", "std": "spread"}
+_LENGTH_KEYS |= {"sigma": "spread", "values": "kind", "kind": "kind"}
+
+
+def _length_document(kind: str, tokens: float | None, spread: float | None) -> dict[str, Any]:
+    if kind == "fixed":
+        return {"kind": kind, "value": None if tokens is None else int(tokens)}
+    if kind == "normal":
+        return {"kind": kind, "mean": tokens, "std": spread}
+    return {"kind": kind, "median": tokens, "sigma": spread}
+
+
+def _length_fields(data: dict[str, Any]) -> tuple[float | None, float | None]:
+    tokens = data.get("value", data.get("mean", data.get("median")))
+    return tokens, data.get("std", data.get("sigma"))
+
+
+FIELDSETS = (
+    ("Workload", ("title", "model", "precision", "kv_dtype", "isl_kind", "isl_tokens")),
+    ("", ("isl_spread", "osl_kind", "osl_tokens", "osl_spread", "max_context")),
+    ("Arrival", ("arrival", "rate_rps", "concurrency", "burstiness", "peak_factor")),
+    ("Sharing", ("prefix_share", "prefix_tokens", "multi_turn", "tool_share")),
+    ("SLO", ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
+    ("Constraints", ("accelerators", "max_gpus", "required_features", "operational", "prices")),
+)
+
+
+class GoalForm(forms.Form):
+    title = forms.CharField(max_length=160)
+    model = forms.ChoiceField(help_text="From the catalog.")
+    precision = forms.ChoiceField(choices=[(p, p) for p in PRECISION_WORDS], initial="bf16")
+    kv_dtype = forms.ChoiceField(
+        choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES], required=False
+    )
+    isl_kind = forms.ChoiceField(choices=LENGTH_KINDS, initial="fixed", label="Input length")
+    isl_tokens = forms.FloatField(required=False, label="Input tokens (value, mean or median)")
+    isl_spread = forms.FloatField(required=False, label="Input spread (std or sigma)")
+    osl_kind = forms.ChoiceField(choices=LENGTH_KINDS, initial="fixed", label="Output length")
+    osl_tokens = forms.FloatField(required=False, label="Output tokens (value, mean or median)")
+    osl_spread = forms.FloatField(required=False, label="Output spread (std or sigma)")
+    arrival = forms.ChoiceField(choices=ARRIVALS, initial="poisson")
+    rate_rps = forms.FloatField(required=False, label="Rate (requests/s)")
+    concurrency = forms.IntegerField(required=False)
+    burstiness = forms.FloatField(
+        required=False, help_text="Gamma shape: 1 is Poisson, <1 burstier."
+    )
+    peak_factor = forms.FloatField(required=False, initial=1.0)
+    prefix_share = forms.FloatField(initial=0.0, label="Share of requests with a shared prefix")
+    prefix_tokens = forms.IntegerField(initial=0, label="Shared prefix tokens")
+    multi_turn = forms.BooleanField(required=False)
+    tool_share = forms.FloatField(initial=0.0, label="Share of tool-calling / structured requests")
+    max_context = forms.IntegerField(required=False)
+    ttft_ms = forms.FloatField(required=False, label="TTFT target (ms)")
+    tpot_ms = forms.FloatField(required=False, label="TPOT target (ms)")
+    e2e_ms = forms.FloatField(required=False, label="E2E target (ms)")
+    percentile = forms.FloatField(initial=99.0)
+    attainment = forms.FloatField(initial=0.99, help_text="Share of requests that must meet all.")
+    accelerators = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: all."
+    )
+    max_gpus = forms.IntegerField(initial=8)
+    required_features = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: feature key and minimum maturity, e.g. prefix_caching stable.",
+    )
+    operational = forms.MultipleChoiceField(
+        choices=OperationalNeed.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    prices = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One per line: accelerator slug and USD per GPU-hour, e.g. h100-sxm 2.5.",
+    )
+
+    def __init__(self, *args: Any, existing_workload: dict[str, Any] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.existing_workload = existing_workload or {}
+        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+        self.fields["accelerators"].choices = list(Accelerator.objects.values_list("slug", "name"))
+
+    def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
+        return [(legend, [self[name] for name in names]) for legend, names in FIELDSETS]
+
+    # ------------------------------------------------------------ form -> document
+
+    def _length(self, prefix: str) -> dict[str, Any]:
+        data = self.cleaned_data
+        kind = data[f"{prefix}_kind"]
+        if kind == "empirical":
+            return self.existing_workload.get(prefix) or {"kind": "empirical", "values": []}
+        return _length_document(kind, data.get(f"{prefix}_tokens"), data.get(f"{prefix}_spread"))
+
+    def _arrival(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        if data["arrival"] == "closed":
+            arrival = {"concurrency": data.get("concurrency")}
+        else:
+            arrival = {"process": data["arrival"], "rate_rps": data.get("rate_rps")}
+            if data["arrival"] == "gamma":
+                arrival["burstiness"] = data.get("burstiness")
+        if data.get("peak_factor"):
+            arrival["peak_factor"] = data["peak_factor"]
+        return arrival
+
+    def _pairs(self, name: str) -> list[list[str]]:
+        lines = (self.cleaned_data.get(name) or "").splitlines()
+        return [line.split() for line in lines if line.strip()]
+
+    def to_document(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        workload = {
+            "model": data["model"],
+            "precision": data["precision"],
+            "isl": self._length("isl"),
+            "osl": self._length("osl"),
+            "arrival": self._arrival(),
+            "prefix_share": data["prefix_share"],
+            "prefix_tokens": data["prefix_tokens"],
+            "multi_turn": data["multi_turn"],
+            "tool_share": data["tool_share"],
+            "max_context": data.get("max_context"),
+        }
+        if data.get("kv_dtype"):
+            workload["kv_dtype"] = data["kv_dtype"]
+        return {
+            "title": data["title"],
+            "workload": workload,
+            "slo": {key: data.get(key) for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
+            | {"percentile": data["percentile"], "attainment": data["attainment"]},
+            "constraints": {
+                "accelerators": data["accelerators"],
+                "max_gpus": data["max_gpus"],
+                "required_features": [
+                    {"feature": pair[0], "min_maturity": pair[1] if len(pair) > 1 else ""}
+                    for pair in self._pairs("required_features")
+                ],
+                "operational": data["operational"],
+                "prices": {
+                    pair[0]: pair[1] if len(pair) > 1 else "" for pair in self._pairs("prices")
+                },
+            },
+        }
+
+    # ------------------------------------------------------------ errors
+
+    def add_document_errors(self, errors: dict[str, Any], path: tuple[str, ...] = ()) -> None:
+        """Attach the serializer's nested errors to the fields they came from."""
+        for key, value in errors.items():
+            where = (*path, str(key))
+            if isinstance(value, dict):
+                self.add_document_errors(value, where)
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                for item in value:
+                    self.add_document_errors(item, where)
+            else:
+                messages = value if isinstance(value, list) else [value]
+                field = self._field_for(where)
+                text = [str(m) if field else f"{'.'.join(where)}: {m}" for m in messages]
+                self.add_error(field, text)
+
+    def _field_for(self, path: tuple[str, ...]) -> str | None:
+        if path[0] in ("workload", "slo", "constraints"):
+            path = path[1:]
+        if not path:
+            return None
+        if path[0] in ("isl", "osl") and len(path) > 1:
+            return f"{path[0]}_{_LENGTH_KEYS.get(path[1], 'kind')}"
+        if path[0] == "arrival":
+            name = path[1] if len(path) > 1 else "arrival"
+            return name if name in self.fields else "arrival"
+        return path[0] if path[0] in self.fields else None
+
+    # ------------------------------------------------------------ document -> form
+
+    @staticmethod
+    def initial_from(title: str, workload: dict, slo: dict, constraints: dict) -> dict[str, Any]:
+        arrival = workload.get("arrival", {})
+        initial: dict[str, Any] = {
+            "title": title,
+            "model": workload.get("model"),
+            "precision": (workload.get("precision") or ["bf16"])[0],
+            "kv_dtype": workload.get("kv_dtype", ""),
+            "arrival": arrival.get("process", "closed"),
+            **{k: arrival.get(k) for k in ("rate_rps", "concurrency", "burstiness", "peak_factor")},
+            **{k: workload.get(k) for k in ("prefix_share", "prefix_tokens", "multi_turn")},
+            **{k: workload.get(k) for k in ("tool_share", "max_context")},
+            **{k: slo.get(k) for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile")},
+            "attainment": slo.get("attainment"),
+            "accelerators": constraints.get("accelerators", []),
+            "max_gpus": constraints.get("max_gpus", 8),
+            "operational": constraints.get("operational", []),
+            "required_features": "\n".join(
+                f"{item['feature']} {item['min_maturity']}"
+                for item in constraints.get("required_features", [])
+            ),
+            "prices": "\n".join(f"{k} {v}" for k, v in constraints.get("prices", {}).items()),
+        }
+        for prefix in ("isl", "osl"):
+            length = workload.get(prefix, {})
+            initial[f"{prefix}_kind"] = length.get("kind", "fixed")
+            initial[f"{prefix}_tokens"], initial[f"{prefix}_spread"] = _length_fields(length)
+        return initial
+
+
+class TraceUploadForm(forms.Form):
+    file = forms.FileField(
+        help_text="CSV or JSONL: timestamp, input_tokens, output_tokens[, prefix_id]."
+    )
+    apply = forms.BooleanField(
+        required=False, initial=True, label="Use its lengths and arrival in the workload"
+    )
+
+
+class CandidateFilterForm(forms.Form):
+    engine = forms.CharField(required=False)
+    accelerator = forms.CharField(required=False)
+    precision = forms.CharField(required=False)
+    gpu_count = forms.IntegerField(required=False, min_value=1)
+    code = forms.CharField(required=False, label="Reason code")

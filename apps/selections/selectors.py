@@ -1,0 +1,122 @@
+"""Reads of selections, their candidates and traces, always scoped to the acting team."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from apps.accounts.scoping import get_scoped_or_404, scoped
+from apps.selections.choices import CandidateOutcome
+from apps.selections.models import Candidate, Selection, WorkloadTrace
+
+GROUP_EXAMPLES = 3
+# Filters on the candidate list, by query parameter -> key of Candidate.stack.
+STACK_FILTERS = {"engine": "engine", "accelerator": "accelerator", "precision": "precision"}
+
+
+def selections_of(*, team: Any) -> QuerySet[Selection]:
+    return scoped(Selection.objects.select_related("model"), team)
+
+
+def selection_get(*, team: Any, selection_id: int) -> Selection:
+    return get_scoped_or_404(
+        Selection.objects.select_related("model", "team"), team, pk=selection_id
+    )
+
+
+def traces_of(*, selection: Selection) -> QuerySet[WorkloadTrace]:
+    return scoped(WorkloadTrace.objects.filter(selection=selection), selection.team).defer("rows")
+
+
+def candidates_filtered(
+    *, selection: Selection, outcome: str, params: Mapping[str, str] | None = None
+) -> QuerySet[Candidate]:
+    """Candidates of one outcome, filtered by stack fields and, for dropped ones, reason code.
+
+    Reads only the JSON columns the lists show, so no foreign row is fetched.
+    """
+    candidates = Candidate.objects.filter(selection=selection, outcome=outcome)
+    params = params or {}
+    for param, key in STACK_FILTERS.items():
+        if params.get(param):
+            candidates = candidates.filter(**{f"stack__{key}": params[param]})
+    if params.get("gpu_count", "").isdigit():
+        candidates = candidates.filter(stack__gpu_count=int(params["gpu_count"]))
+    if outcome == CandidateOutcome.DROPPED and params.get("code"):
+        # The quoted code matches a JSON string value on every database backend.
+        candidates = candidates.filter(reasons__icontains=f'"{params["code"]}"')
+    return candidates.only(
+        "id", "rank", "stack", "score", "estimate", "hints", "reasons", "capability_ids", "chosen"
+    ).order_by("rank", "id")
+
+
+@dataclass(frozen=True)
+class DroppedGroup:
+    code: str
+    count: int
+    examples: list[str]
+    message: str
+
+
+def _label(stack: Mapping[str, Any]) -> str:
+    backend = f" / {stack['backend']}" if stack.get("backend") else ""
+    return (
+        f"{stack['engine']} {stack['engine_version']}{backend} on {stack['gpu_count']}x "
+        f"{stack['accelerator']} (tp{stack['tp']} pp{stack['pp']} ep{stack['ep']} "
+        f"dp{stack['dp']}, {stack['precision']})"
+    )
+
+
+def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
+    """Dropped stacks grouped by reason code, largest group first, with a few examples each.
+
+    One pass over two JSON columns; a stack with several reasons counts in each group.
+    """
+    counts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    messages: dict[str, str] = {}
+    rows = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.DROPPED)
+    for stack, reasons in rows.order_by("id").values_list("stack", "reasons").iterator(2000):
+        for reason in reasons:
+            code = reason["code"]
+            counts[code] = counts.get(code, 0) + 1
+            messages.setdefault(code, reason["message"])
+            if len(examples.setdefault(code, [])) < GROUP_EXAMPLES:
+                examples[code].append(_label(stack))
+    return [
+        DroppedGroup(code, count, examples[code], messages[code])
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def leading_curves(*, selection: Selection) -> list[tuple[str, list[dict[str, float]]]]:
+    """Goodput curves of the leading kept candidates that have one, in rank order."""
+    kept = candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
+    curves = []
+    for candidate in kept.filter(estimate__has_key="curve")[:5]:
+        curves.append((f"#{candidate.rank} {_label(candidate.stack)}", candidate.estimate["curve"]))
+    return curves
+
+
+def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
+    return candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT).filter(
+        chosen=True
+    )
+
+
+def trace_with_rows(*, trace_id: int) -> WorkloadTrace:
+    """One trace with its rows (the listing defers them); callers pass an id already scoped."""
+    return WorkloadTrace.objects.get(pk=trace_id)
+
+
+def measured_for(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:
+    """Predicted-versus-measured rows per candidate id, for candidates with measured results.
+
+    The calibration hook of the Evidence issue: measured results do not exist yet, so no
+    candidate has any. When they do, this looks them up by the candidate's stack identity and
+    returns `calibration.predicted_vs_measured(...)` for each.
+    """
+    return {}

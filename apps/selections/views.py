@@ -1,0 +1,185 @@
+"""The selection wizard: goal -> candidates -> benchmark plan, plus the list and trace upload."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.selections import charts, selectors, services
+from apps.selections.api.serializers import SelectionInputSerializer
+from apps.selections.choices import CandidateOutcome
+from apps.selections.forms import CandidateFilterForm, GoalForm, TraceUploadForm
+from apps.selections.models import Selection
+
+PAGE_SIZE = 25
+CANDIDATE_PAGE_SIZE = 50
+
+
+def _team_or_403(request: HttpRequest):
+    if request.team is None:
+        raise PermissionDenied("You are not in a team yet.")
+    return request.team
+
+
+@login_required
+def selection_list(request: HttpRequest) -> HttpResponse:
+    selections = selectors.selections_of(team=request.team)
+    page = Paginator(selections, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "selections/selection_list.html", {"page": page})
+
+
+def _save_goal(request: HttpRequest, form: GoalForm, selection: Selection | None):
+    """Validate the form's document with the API serializer and write it; None on errors."""
+    document = SelectionInputSerializer(data=form.to_document())
+    if not document.is_valid():
+        form.add_document_errors(document.errors)
+        return None
+    try:
+        if selection is None:
+            return services.selection_create(
+                actor_user=request.user, team=request.team, data=document.validated_data
+            )
+        return services.selection_update(
+            actor_user=request.user, selection=selection, data=document.validated_data
+        )
+    except ValidationError as error:
+        form.add_error(None, error.messages)
+        return None
+
+
+@login_required
+def goal_edit(request: HttpRequest, selection_id: int | None = None) -> HttpResponse:
+    """Step 1. A new selection, or a changed goal (which discards the old candidates)."""
+    team = _team_or_403(request)
+    selection = None
+    initial = {}
+    if selection_id is not None:
+        selection = selectors.selection_get(team=team, selection_id=selection_id)
+        initial = GoalForm.initial_from(
+            selection.title, selection.workload, selection.slo, selection.constraints
+        )
+    existing = selection.workload if selection else None
+    form = GoalForm(request.POST or None, initial=initial, existing_workload=existing)
+    if request.method == "POST" and form.is_valid():
+        saved = _save_goal(request, form, selection)
+        if saved is not None:
+            messages.success(request, f"Goal of {saved.title} saved.")
+            return redirect("selections:detail", selection_id=saved.pk)
+    context = {"form": form, "selection": selection, "step": "goal"}
+    return render(request, "selections/goal_form.html", context)
+
+
+@login_required
+def selection_detail(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """The goal as stored, its traces with histograms, and the way to the candidates."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    traces = list(selectors.traces_of(selection=selection)[:1])
+    latest = selectors.trace_with_rows(trace_id=traces[0].pk) if traces else None
+    figures = {}
+    if latest is not None:
+        rows = latest.rows
+        figures = {
+            "lengths": charts.length_histograms(
+                inputs=[r["input_tokens"] for r in rows], outputs=[r["output_tokens"] for r in rows]
+            ),
+            "arrivals": charts.arrival_histogram(timestamps=[r["timestamp"] for r in rows]),
+        }
+    context = {
+        "selection": selection,
+        "trace": latest,
+        "figures": figures,
+        "upload_form": TraceUploadForm(),
+        "step": "goal",
+    }
+    return render(request, "selections/selection_detail.html", context)
+
+
+@login_required
+@require_POST
+def trace_upload(request: HttpRequest, selection_id: int) -> HttpResponse:
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    form = TraceUploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Choose a CSV or JSONL file to upload.")
+        return redirect("selections:detail", selection_id=selection.pk)
+    upload = form.cleaned_data["file"]
+    try:
+        trace = services.trace_upload(
+            actor_user=request.user,
+            selection=selection,
+            name=upload.name,
+            content=upload.read(),
+            apply=form.cleaned_data["apply"],
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"Trace {trace.name}: {trace.row_count} requests read.")
+    return redirect("selections:detail", selection_id=selection.pk)
+
+
+@login_required
+@require_POST
+def candidates_compute(request: HttpRequest, selection_id: int) -> HttpResponse:
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    services.candidates_compute(actor_user=request.user, selection=selection)
+    return redirect("selections:candidates", selection_id=selection.pk)
+
+
+@login_required
+def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """Step 2. Ranked kept stacks with estimates and hints, the goodput chart, and the dropped
+    stacks grouped by reason."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    filters = CandidateFilterForm(request.GET or None)
+    params = {key: value for key, value in request.GET.items() if value}
+    kept = selectors.candidates_filtered(
+        selection=selection, outcome=CandidateOutcome.KEPT, params=params
+    )
+    dropped = selectors.candidates_filtered(
+        selection=selection, outcome=CandidateOutcome.DROPPED, params=params
+    )
+    page = Paginator(kept, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("page"))
+    dropped_page = Paginator(dropped, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("dpage"))
+    curves = selectors.leading_curves(selection=selection)
+    measured = selectors.measured_for(candidates=page.object_list)
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("dpage", None)
+    context = {
+        "selection": selection,
+        "filters": filters,
+        "page": page,
+        "dropped_page": dropped_page,
+        "groups": selectors.dropped_groups(selection=selection),
+        "chart": charts.goodput_chart(curves) if curves else None,
+        "rows": [(candidate, measured.get(candidate.pk, [])) for candidate in page.object_list],
+        "query": query.urlencode(),
+        "step": "candidates",
+    }
+    return render(request, "selections/candidate_list.html", context)
+
+
+@login_required
+def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """Step 3. Choose candidates for benchmarking; the plans themselves need the runner fleet."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    kept = selectors.candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
+    if request.method == "POST":
+        ids = [int(value) for value in request.POST.getlist("chosen") if value.isdigit()]
+        try:
+            count = services.candidates_choose(
+                actor_user=request.user, selection=selection, candidate_ids=ids
+            )
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"{count} candidates chosen for the benchmark plan.")
+            return redirect("selections:plan", selection_id=selection.pk)
+    context = {"selection": selection, "leaders": kept[:20], "step": "plan"}
+    return render(request, "selections/plan.html", context)

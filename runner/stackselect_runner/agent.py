@@ -1,0 +1,159 @@
+"""The agent commands of `stackselect-runner`: enroll, start and status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+from stackselect_runner.api import (
+    NO_RETRY,
+    ApiError,
+    ApiUnreachable,
+    CredentialRejected,
+    RunnerApi,
+)
+from stackselect_runner.config import (
+    ConfigError,
+    Credentials,
+    RunnerSettings,
+    SimulatedHardware,
+    config_path,
+    load_credentials,
+    save_credentials,
+)
+from stackselect_runner.heartbeat import Heartbeat
+from stackselect_runner.jobrun import JobRunner
+from stackselect_runner.probe import probe_environment
+from stackselect_runner.worker import build_worker_app, worker_argv
+
+# A bad, used or expired enrollment token (the server answers 401 or 403).
+REFUSED = frozenset({401, 403})
+
+
+class CommandError(Exception):
+    """Ends the command with this message and exit status 1."""
+
+
+def _simulated(args: argparse.Namespace, settings: RunnerSettings) -> SimulatedHardware | None:
+    if args.simulate_accelerator:
+        try:
+            return SimulatedHardware(args.simulate_accelerator, args.simulate_gpus)
+        except ValueError as exc:
+            raise CommandError(f"--simulate-gpus: {exc}") from None
+    return settings.simulated
+
+
+def _settings() -> RunnerSettings:
+    try:
+        return RunnerSettings.from_env()
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _credentials() -> Credentials:
+    try:
+        return load_credentials(config_path())
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def masked_url(url: str) -> str:
+    """The broker URL without its password, fit to print."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":****@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def enroll(args: argparse.Namespace) -> None:
+    simulated = _simulated(args, _settings())
+    try:
+        api = RunnerApi(args.url)
+        answer = api.enroll(args.token, args.name, probe_environment(simulated))
+        credentials = Credentials.from_enrollment(api.base_url, answer, simulated)
+    except ApiError as exc:
+        verdict = "refused" if exc.status in REFUSED else "failed"
+        raise CommandError(f"enrollment {verdict}: {exc.detail}") from None
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    path = config_path()
+    save_credentials(credentials, path)
+    print(f"enrolled runner {credentials.runner_id} ({args.name}) with {credentials.url}")
+    print(f"queues: {', '.join(credentials.queues) or '(none yet)'}")
+    print(f"credentials saved to {path}")
+
+
+def start(args: argparse.Namespace) -> None:
+    credentials = _credentials()
+    settings = _settings()
+    api = RunnerApi(credentials.url, credentials.credential)
+    try:
+        answer = api.send_probe(probe_environment(settings.simulated or credentials.simulated))
+    except CredentialRejected as exc:
+        raise CommandError(f"credential rejected (revoked or rotated?): {exc.detail}") from None
+    except ApiError as exc:
+        raise CommandError(f"cannot reach {credentials.url}: {exc.describe()}") from None
+    queues = answer.get("queues") or list(credentials.queues)
+    if not queues:
+        raise CommandError("the server gave this runner no queues to consume")
+    logging.basicConfig(
+        level=args.loglevel, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    interval_s = answer.get("heartbeat_interval_s") or credentials.heartbeat_interval_s
+    heartbeat = Heartbeat(api, float(interval_s))
+    job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr)
+    app = build_worker_app(credentials, settings, job_runner)
+    print(f"runner {credentials.runner_id}: consuming {', '.join(queues)}", flush=True)
+    heartbeat.start()
+    try:
+        app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel))
+    finally:
+        heartbeat.stop()
+
+
+def status(args: argparse.Namespace) -> None:
+    credentials = _credentials()
+    simulated = credentials.simulated
+    print(f"config:      {config_path()}")
+    print(f"server:      {credentials.url}")
+    print(f"runner id:   {credentials.runner_id}")
+    print(f"credential:  {credentials.masked_credential()}")
+    print(f"broker:      {masked_url(credentials.broker_url)}")
+    print(f"queues:      {', '.join(credentials.queues) or '(none)'}")
+    if simulated is not None:
+        print(f"simulating:  {simulated.gpu_count} x {simulated.accelerator}")
+    api = RunnerApi(credentials.url, credentials.credential, timeout_s=10)
+    try:
+        answer = api.heartbeat(None, None, retry=NO_RETRY)
+    except CredentialRejected as exc:
+        raise CommandError(f"server reachable, credential rejected: {exc.detail}") from None
+    except ApiUnreachable as exc:
+        raise CommandError(f"server unreachable: {exc.describe()}") from None
+    except ApiError as exc:
+        raise CommandError(f"server reachable, heartbeat refused: {exc.describe()}") from None
+    print("reachable:   yes")
+    print(f"server view: {json.dumps(answer, sort_keys=True)}")
+
+
+def add_agent_commands(commands: argparse._SubParsersAction) -> None:
+    enroll_parser = commands.add_parser("enroll", help="trade an enrollment token for a credential")
+    enroll_parser.add_argument(
+        "--url", required=True, help="StackSelect URL, e.g. http://host:8000"
+    )
+    enroll_parser.add_argument("--token", required=True, help="enrollment token (sse_...)")
+    enroll_parser.add_argument("--name", required=True, help="runner name shown on the page")
+    enroll_parser.add_argument(
+        "--simulate-accelerator",
+        help="catalog slug of the hardware the simulated engine stands for (e.g. h100-sxm)",
+    )
+    enroll_parser.add_argument("--simulate-gpus", type=int, default=1, help="simulated GPU count")
+    enroll_parser.set_defaults(handler=enroll)
+    start_parser = commands.add_parser("start", help="probe, then run jobs from the queues")
+    start_parser.add_argument("--loglevel", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
+    start_parser.set_defaults(handler=start)
+    status_parser = commands.add_parser("status", help="saved config and the server's view")
+    status_parser.set_defaults(handler=status)

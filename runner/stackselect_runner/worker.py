@@ -1,0 +1,84 @@
+"""The runner's Celery worker: one task, configured only from the credentials and environment.
+
+The web app sends `stackselect.runner.run_attempt` by name with `{"attempt_id": n}`; this side
+registers that one name and never shares code with the web app. One job at a time (one
+engine owns the GPUs), acknowledged late, and the broker's visibility timeout is far longer
+than any job because the server's lease, not the broker, decides when a job is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from celery import Celery, Task
+
+from stackselect_runner.config import Credentials, RunnerSettings
+from stackselect_runner.jobrun import Outcome
+
+TASK_NAME = "stackselect.runner.run_attempt"
+# A claim the API never answered is retried this many times, this far apart.
+CLAIM_RETRY_COUNTDOWN_S = 30
+CLAIM_MAX_RETRIES = 20
+logger = logging.getLogger(__name__)
+
+
+class AttemptRunner(Protocol):
+    """The job runner as the task sees it (jobrun.JobRunner)."""
+
+    def run(self, attempt_id: int) -> Outcome: ...
+
+
+def celery_settings(credentials: Credentials, settings: RunnerSettings) -> dict[str, Any]:
+    transport = {
+        "visibility_timeout": settings.visibility_timeout_s,
+        **credentials.broker_transport_options,
+        **(settings.broker_transport_options or {}),
+    }
+    return {
+        "broker_url": settings.broker_url or credentials.broker_url,
+        "broker_transport_options": transport,
+        "broker_connection_retry_on_startup": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": False,
+        "task_ignore_result": True,
+        "worker_prefetch_multiplier": 1,
+        "worker_concurrency": 1,
+        "worker_hijack_root_logger": False,
+    }
+
+
+def build_worker_app(
+    credentials: Credentials, settings: RunnerSettings, job_runner: AttemptRunner
+) -> Celery:
+    app = Celery("stackselect-runner", set_as_current=False)
+    app.conf.update(celery_settings(credentials, settings))
+
+    @app.task(name=TASK_NAME, bind=True, acks_late=True, ignore_result=True)
+    def run_attempt(task: Task, attempt_id: int) -> str:
+        if isinstance(attempt_id, bool) or not isinstance(attempt_id, int):
+            logger.error("run_attempt: attempt_id must be an integer, got %r; dropped", attempt_id)
+            return Outcome.DROPPED.value
+        outcome = job_runner.run(attempt_id)
+        if outcome is Outcome.CLAIM_UNREACHABLE:
+            raise task.retry(countdown=CLAIM_RETRY_COUNTDOWN_S, max_retries=CLAIM_MAX_RETRIES)
+        return outcome.value
+
+    return app
+
+
+def worker_argv(runner_id: int, queues: Sequence[str], loglevel: str = "INFO") -> list[str]:
+    """One process, one thread: the heartbeat thread must see the job the worker runs."""
+    if not queues:
+        raise ValueError("queues must not be empty")
+    return [
+        "worker",
+        "--queues", ",".join(queues),
+        "--concurrency", "1",
+        "--pool", "threads",
+        "--hostname", f"runner-{runner_id}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel", loglevel,
+    ]  # fmt: skip

@@ -1,0 +1,42 @@
+import pytest
+
+from tests.browser.conftest import log_in, screenshot
+from tests.selections.catalog_fixture import load_catalog
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+
+def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice):
+    load_catalog()
+
+    log_in(page, "alice")
+    page.click("nav.mainnav >> text=Selections")
+    assert page.locator("p.empty").inner_text().startswith("No selections yet")
+    page.click("#new-selection")
+
+    page.fill("#id_title", "Support bot")
+    page.select_option("#id_model", "llama-3.1-8b")
+    page.fill("#id_isl_tokens", "1024")
+    page.fill("#id_osl_tokens", "256")
+    page.fill("#id_rate_rps", "4")
+    page.fill("#id_ttft_ms", "1000")
+    page.fill("#id_tpot_ms", "60")
+    page.check("#field-accelerators input[value='h100-sxm']")
+    page.fill("#id_max_gpus", "1")
+    page.click("#save-goal")
+
+    page.wait_for_selector("#compute-candidates")
+    assert "Support bot" in page.locator("h1").inner_text()
+    page.click("#compute-candidates")
+
+    page.wait_for_selector("table.candidates.kept")
+    assert page.locator("table.candidates.kept > tbody > tr").count() > 0
+    page.wait_for_selector("#chart-goodput .main-svg")
+    assert page.locator("table.groups tr[data-code='not_a_serving_engine']").count() == 1
+    screenshot(page, "selections-candidates")
+
+    page.click("text=Next: benchmark plan")
+    page.locator("#plan-form input[name=chosen]").first.check()
+    page.click("#plan-form button[type=submit]")
+    assert "1 candidates chosen" in page.locator(".messages").inner_text()

@@ -1,0 +1,109 @@
+"""Routing labels from probes: pure functions, no database."""
+
+import re
+
+import pytest
+
+from apps.runners.labels import (
+    CatalogAccelerator,
+    derive_labels,
+    match_accelerator,
+    pool_sizes,
+    queues_for,
+    validate_probe,
+)
+
+CATALOG = [
+    CatalogAccelerator("a100-sxm-80gb", "NVIDIA A100 80GB SXM", 80),
+    CatalogAccelerator("h100-sxm", "NVIDIA H100 SXM", 80),
+    CatalogAccelerator("h200-sxm", "NVIDIA H200 SXM", 141),
+    CatalogAccelerator("l40s", "NVIDIA L40S", 48),
+    CatalogAccelerator("l4", "NVIDIA L4", 24),
+    CatalogAccelerator("rtx-4090", "NVIDIA GeForce RTX 4090", 24),
+    CatalogAccelerator("mi300x", "AMD Instinct MI300X", 192),
+]
+
+
+@pytest.mark.parametrize(
+    ("reported", "slug"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("AMD Instinct MI300X", "mi300x"),
+        ("h200-sxm", "h200-sxm"),
+    ],
+)
+def test_it_maps_driver_gpu_names_to_catalog_slugs(reported, slug):
+    assert match_accelerator(reported, None, CATALOG) == slug
+
+
+def test_an_unknown_gpu_matches_nothing():
+    assert match_accelerator("NVIDIA Tesla T4", 15360, CATALOG) is None
+
+
+def test_memory_breaks_a_tie_between_two_variants_of_one_gpu():
+    catalog = [
+        CatalogAccelerator("a100-40", "NVIDIA A100 SXM", 40),
+        CatalogAccelerator("a100-80", "NVIDIA A100 SXM", 80),
+    ]
+    assert match_accelerator("NVIDIA A100-SXM4", 81920, catalog) == "a100-80"
+    assert match_accelerator("NVIDIA A100-SXM4", 40960, catalog) == "a100-40"
+
+
+def test_a_gpu_machine_is_labelled_from_its_first_gpu_and_count():
+    probe = validate_probe(
+        {
+            "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}] * 4,
+            "engines": {"vllm": "0.8.0"},
+        }
+    )
+    labels = derive_labels(probe, CATALOG)
+    assert labels.as_dict() == {
+        "accelerator": "h100-sxm",
+        "gpu_count": 4,
+        "engines": ["vllm"],
+        "simulated": False,
+    }
+
+
+def test_a_simulated_runner_takes_the_hardware_it_declares():
+    probe = validate_probe(
+        {"gpus": [], "gpu_count": 2, "simulated": True, "simulated_accelerator": "l40s"}
+    )
+    labels = derive_labels(probe, CATALOG)
+    assert (labels.accelerator, labels.gpu_count, labels.simulated) == ("l40s", 2, True)
+
+
+@pytest.mark.parametrize(
+    ("probe", "field"),
+    [
+        ("not an object", "probe"),
+        ({"gpus": "H100"}, "probe.gpus"),
+        ({"gpus": [{"memory_mib": 1}]}, "probe.gpus[0].name"),
+        ({"gpu_count": -1}, "probe.gpu_count"),
+        ({"engines": ["vllm"]}, "probe.engines"),
+        ({"simulated": True}, "probe.simulated_accelerator"),
+    ],
+)
+def test_a_bad_probe_names_the_field(probe, field):
+    with pytest.raises(ValueError, match="^" + re.escape(field) + ":"):
+        validate_probe(probe)
+
+
+def test_a_runner_takes_pools_of_powers_of_two_up_to_its_count_and_its_own_count():
+    assert pool_sizes(8) == [1, 2, 4, 8]
+    assert pool_sizes(6) == [1, 2, 4, 6]
+    assert pool_sizes(1) == [1]
+    assert pool_sizes(0) == []
+
+
+def test_queues_are_the_runner_queue_then_its_pools():
+    labels = derive_labels(validate_probe({"gpus": [{"name": "NVIDIA L40S"}] * 2}), CATALOG)
+    assert queues_for(runner_id=7, team_id=3, labels=labels) == [
+        "runner.7",
+        "pool.3.l40s.1",
+        "pool.3.l40s.2",
+    ]

@@ -1,0 +1,16 @@
+"""Small builders shared by the selections tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.selections import services
+from apps.selections.api.serializers import SelectionInputSerializer
+from apps.selections.models import Selection
+
+
+def create_selection(*, user: Any, team: Any, payload: dict[str, Any]) -> Selection:
+    """Validate a goal document the way the API does and store it."""
+    document = SelectionInputSerializer(data=payload)
+    document.is_valid(raise_exception=True)
+    return services.selection_create(actor_user=user, team=team, data=document.validated_data)

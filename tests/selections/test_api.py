@@ -1,0 +1,232 @@
+"""The selections API: create with strict validation, team isolation, candidates, estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.catalog.models import Accelerator, ModelSpec
+from apps.selections import services
+from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.estimator import (
+    Parallelism,
+    estimate_latency,
+    estimate_memory,
+    max_concurrency_at_tpot,
+)
+from apps.selections.models import Selection
+from tests.selections.helpers import create_selection
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/selections/"
+
+
+def _post(client, url, payload):
+    return client.post(url, payload, content_type="application/json")
+
+
+def test_alice_creates_a_selection_and_reads_it_back(catalog, alice_client, goal_payload):
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 201, response.json()
+    body = alice_client.get(f"{URL}{response.json()['id']}/").json()
+    assert body["workload"]["model"] == "llama-3.1-8b"
+    assert body["workload"]["precision"] == ["bf16"]
+    assert body["constraints"]["accelerators"] == ["h100-sxm", "l4", "mi300x"]
+    assert Selection.objects.get().model.slug == "llama-3.1-8b"
+
+
+def test_validation_errors_are_400_with_nested_field_paths(catalog, alice_client, goal_payload):
+    goal_payload["workload"]["isl"] = {"kind": "normal", "mean": 900}
+    goal_payload["workload"]["model"] = "no-such-model"
+    goal_payload["constraints"]["required_features"] = [
+        {"feature": "prefix_caching", "min_maturity": "legendary"}
+    ]
+    goal_payload["slo"] = {"percentile": 99}
+
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 400
+    errors = response.json()
+    assert "std" in errors["workload"]["isl"]
+    assert "model" in errors["workload"]
+    assert "min_maturity" in errors["constraints"]["required_features"]["0"]
+    assert "ttft_ms" in errors["slo"]
+    assert not Selection.objects.exists()
+
+
+def test_an_arrival_needs_exactly_one_of_rate_and_concurrency(catalog, alice_client, goal_payload):
+    goal_payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 2, "concurrency": 4}
+
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 400
+    assert "rate_rps" in response.json()["workload"]["arrival"]
+
+
+def test_unknown_accelerators_and_prices_are_rejected(catalog, alice_client, goal_payload):
+    goal_payload["constraints"]["accelerators"] = ["h100-sxm", "warp-drive"]
+    goal_payload["constraints"]["prices"] = {"quantum-9000": 1.0}
+
+    response = _post(alice_client, URL, goal_payload)
+
+    errors = response.json()["constraints"]
+    assert list(errors["accelerators"]) == ["1"]
+    assert "quantum-9000" in errors["prices"][0]
+
+
+def test_charlie_of_another_team_cannot_read_or_edit_alices_selection(
+    catalog, alice, acme, charlie_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    goal_payload["title"] = "Hijacked"
+
+    assert charlie_client.get(f"{URL}{selection.pk}/").status_code == 404
+    assert charlie_client.get(f"{URL}{selection.pk}/candidates/").status_code == 404
+    assert (
+        charlie_client.put(
+            f"{URL}{selection.pk}/", goal_payload, content_type="application/json"
+        ).status_code
+        == 404
+    )
+    assert _post(charlie_client, f"{URL}{selection.pk}/candidates/compute/", {}).status_code == 404
+    assert charlie_client.get(URL).json()["results"] == []
+    selection.refresh_from_db()
+    assert selection.title == "Chat assistant"
+
+
+def test_the_candidate_list_returns_kept_and_dropped_stacks_in_the_documented_shape(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=2)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    assert _post(alice_client, f"{URL}{selection.pk}/candidates/compute/", {}).status_code == 200
+
+    body = alice_client.get(f"{URL}{selection.pk}/candidates/?page_size=5").json()
+
+    leader = body["kept"][0]
+    assert set(leader["stack"]) == {
+        "engine",
+        "engine_version",
+        "backend",
+        "accelerator",
+        "gpu_count",
+        "tp",
+        "pp",
+        "ep",
+        "dp",
+        "precision",
+    }
+    assert leader["rank"] == 1 and leader["score"] > 0
+    assert "goodput_per_gpu_rps" in leader["estimate"]
+    assert body["dropped"][0]["reasons"][0].keys() == {"code", "message"}
+    assert body["kept_count"] > 5 and len(body["kept"]) == 5
+    codes = {group["code"] for group in body["dropped_groups"]}
+    assert "hardware_unsupported" in codes
+
+
+def test_the_candidate_list_filters_by_engine_and_reason_code(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    body = alice_client.get(
+        f"{URL}{selection.pk}/candidates/?engine=tensorrt-llm&code=hardware_unsupported"
+    ).json()
+
+    assert body["kept_count"] > 0 and body["dropped_count"] > 0
+    assert {row["stack"]["engine"] for row in body["kept"] + body["dropped"]} == {"tensorrt-llm"}
+    assert all(
+        "hardware_unsupported" in {r["code"] for r in row["reasons"]} for row in body["dropped"]
+    )
+
+
+def test_the_candidate_list_query_count_does_not_grow_with_the_page(
+    catalog, alice, acme, alice_client, goal_payload, django_assert_max_num_queries
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=2)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    with django_assert_max_num_queries(12):
+        response = alice_client.get(f"{URL}{selection.pk}/candidates/?page_size=500")
+
+    assert len(response.json()["kept"]) > 50
+
+
+def test_a_viewer_cannot_create_a_selection(catalog, acme, goal_payload):
+    from apps.accounts.choices import Role
+    from apps.accounts.models import Membership
+    from tests.conftest import _user, logged_in
+
+    viewer = _user("victor")
+    Membership.objects.create(user=viewer, team=acme, role=Role.VIEWER)
+
+    response = _post(logged_in(viewer), URL, goal_payload)
+
+    assert response.status_code == 403
+
+
+def test_the_estimate_endpoint_returns_the_estimators_numbers(catalog, alice_client):
+    payload = {
+        "model": "llama-3.1-8b",
+        "precision": "bf16",
+        "accelerator": "h100-sxm",
+        "gpu_count": 2,
+        "tp": 2,
+        "isl": 2048,
+        "osl": 512,
+        "concurrency": 16,
+        "tpot_ms": 30,
+    }
+
+    body = _post(alice_client, "/api/v1/estimate/", payload).json()
+
+    shared = {
+        "model": model_arch(ModelSpec.objects.get(slug="llama-3.1-8b")),
+        "accel": accelerator_spec(Accelerator.objects.get(slug="h100-sxm")),
+        "precision": "bf16",
+        "kv_dtype": "bf16",
+        "parallelism": Parallelism(tp=2),
+        "isl": 2048,
+        "osl": 512,
+    }
+    memory = estimate_memory(**shared)
+    latency = estimate_latency(**shared, concurrency=16)
+    # 2 (K and V) x 32 layers x 8 KV heads x 128 dims x 2 bytes.
+    assert body["kv_bytes_per_token"] == 131_072
+    assert body["weights_gb_per_gpu"] == pytest.approx(memory.weights_gb_per_gpu)
+    assert body["weights_gb_per_gpu"] == pytest.approx(8.03 * 2 / 2)
+    assert body["kv_capacity_tokens"] == memory.kv_capacity_tokens
+    assert body["fits"] is True
+    assert body["ttft_ms"] == pytest.approx(latency.ttft_ms)
+    assert body["tpot_ms"] == pytest.approx(latency.tpot_ms)
+    assert body["max_concurrency_at_tpot_slo"] == max_concurrency_at_tpot(
+        target_tpot_ms=30, **shared
+    )
+
+
+def test_the_estimate_endpoint_names_an_impossible_layout(catalog, alice_client):
+    payload = {
+        "model": "llama-3.1-8b",
+        "precision": "bf16",
+        "accelerator": "h100-sxm",
+        "gpu_count": 3,
+        "tp": 2,
+        "isl": 128,
+        "osl": 128,
+    }
+
+    response = _post(alice_client, "/api/v1/estimate/", payload)
+
+    assert response.status_code == 400
+    assert "tp" in response.json()
+
+
+def test_the_schema_documents_the_selection_endpoints(alice_client):
+    schema = alice_client.get("/api/schema/?format=json").json()
+
+    assert "/api/v1/selections/{id}/candidates/" in schema["paths"]
+    assert "/api/v1/estimate/" in schema["paths"]
+    assert "KeptCandidate" in schema["components"]["schemas"]

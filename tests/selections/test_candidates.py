@@ -1,0 +1,211 @@
+"""Candidate generation over the curated catalog: hard filters, reasons, ranking, storage."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from apps.audit.models import AuditEvent
+from apps.catalog.models import Capability
+from apps.selections import services
+from apps.selections.candidates.enumeration import layouts
+from apps.selections.choices import CandidateOutcome, SelectionState
+from apps.selections.estimator import ModelArch
+from tests.selections.helpers import create_selection
+
+pytestmark = pytest.mark.django_db
+
+
+def _compute(user, team, payload):
+    selection = create_selection(user=user, team=team, payload=payload)
+    return services.candidates_compute(actor_user=user, selection=selection)
+
+
+def _codes(selection, **stack):
+    """Reason codes of the dropped candidates whose stack has these values."""
+    rows = selection.candidates.filter(outcome=CandidateOutcome.DROPPED)
+    for key, value in stack.items():
+        rows = rows.filter(**{f"stack__{key}": value})
+    return {reason["code"] for row in rows for reason in row.reasons}
+
+
+def _kept(selection, **stack):
+    rows = selection.candidates.filter(outcome=CandidateOutcome.KEPT)
+    for key, value in stack.items():
+        rows = rows.filter(**{f"stack__{key}": value})
+    return list(rows)
+
+
+def test_it_drops_a_stack_that_does_not_fit_in_memory(catalog, alice, acme, goal_payload):
+    goal_payload["workload"]["model"] = "llama-3.1-70b"
+    goal_payload["constraints"].update(accelerators=["l4"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    # 70.55e9 weights x 2 bytes = 141 GB against 24 GB x 0.9 on one L4.
+    assert "memory_insufficient" in _codes(selection, engine="vllm", accelerator="l4")
+    assert _kept(selection) == []
+
+
+def test_it_keeps_the_same_model_where_it_fits(catalog, alice, acme, goal_payload):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    kept = _kept(selection, engine="vllm", accelerator="h100-sxm")
+    assert kept and all(c.estimate["memory"]["weights_gb_per_gpu"] < 80 for c in kept)
+    assert selection.state == SelectionState.CANDIDATES_READY
+
+
+def test_it_drops_tensorrt_llm_on_amd_hardware_as_unsupported(catalog, alice, acme, goal_payload):
+    goal_payload["constraints"].update(accelerators=["mi300x"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    assert "hardware_unsupported" in _codes(selection, engine="tensorrt-llm")
+    assert _kept(selection, engine="vllm", accelerator="mi300x")
+
+
+def test_it_drops_engines_whose_required_feature_is_below_the_minimum_maturity(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(
+        accelerators=["h100-sxm"],
+        max_gpus=1,
+        required_features=[{"feature": "pd_disaggregation", "min_maturity": "stable"}],
+    )
+
+    selection = _compute(alice, acme, goal_payload)
+
+    # The catalog has P/D disaggregation as experimental in vLLM, stable in SGLang.
+    assert "feature_immature" in _codes(selection, engine="vllm")
+    assert _kept(selection, engine="sglang")
+    assert not _kept(selection, engine="vllm")
+
+
+def test_orchestrators_and_kv_runtimes_are_dropped_as_not_serving_engines(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    assert _codes(selection, engine="dynamo") == {"not_a_serving_engine"}
+    assert _codes(selection, engine="lmcache") == {"not_a_serving_engine"}
+
+
+def test_each_verdict_records_the_capability_cells_it_read(catalog, alice, acme, goal_payload):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    candidate = _kept(selection, engine="vllm")[0]
+    keys = set(
+        Capability.objects.filter(pk__in=candidate.capability_ids).values_list(
+            "feature__key", flat=True
+        )
+    )
+    assert {"hw_nvidia", "arch_llama", "prec_bf16", "openai_api"} <= keys
+
+
+def test_kept_candidates_are_ranked_by_score_with_the_leaders_simulated(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "l4"], max_gpus=2)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    kept = _kept(selection)
+    assert [c.rank for c in kept] == list(range(1, len(kept) + 1))
+    scores = [c.score for c in kept]
+    simulated = [c for c in kept if c.estimate["source"] == "simulator"]
+    assert simulated and kept[0].estimate["source"] == "simulator"
+    assert scores[: len(simulated)] == sorted(scores[: len(simulated)], reverse=True)
+    assert any("curve" in c.estimate for c in simulated)
+    # An H100 streams weights 11x faster than an L4, so it leads per GPU.
+    assert kept[0].stack["accelerator"] == "h100-sxm"
+
+
+def test_prices_rank_by_requests_per_dollar(catalog, alice, acme, goal_payload):
+    goal_payload["constraints"].update(
+        accelerators=["h100-sxm"], max_gpus=1, prices={"h100-sxm": 2.0}
+    )
+
+    selection = _compute(alice, acme, goal_payload)
+
+    leader = _kept(selection)[0]
+    expected = leader.estimate["goodput_per_gpu_rps"] * 3600 / 2.0
+    assert leader.estimate["ranked_by"] == "requests_per_dollar"
+    assert leader.estimate["requests_per_dollar"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_moe_model_gets_expert_parallel_stacks_and_a_hint(catalog, alice, acme, goal_payload):
+    goal_payload["workload"].update(model="mixtral-8x7b")
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=2)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    expert_parallel = [c for c in _kept(selection, engine="vllm") if c.stack["ep"] == 2]
+    assert expert_parallel
+    assert "expert_parallel" in {hint["code"] for hint in expert_parallel[0].hints}
+
+
+def test_a_maintenance_mode_engine_carries_a_project_status_hint(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    tgi = _kept(selection, engine="tgi")
+    assert tgi and all("project_status" in {h["code"] for h in c.hints} for c in tgi)
+
+
+def test_computing_candidates_writes_one_audit_event_with_the_counts(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    event = AuditEvent.objects.get(action="selection.candidates_compute")
+    assert event.object_id == str(selection.pk)
+    assert event.after["kept"] == len(_kept(selection))
+    assert event.after["dropped"] == selection.candidates.filter(outcome="dropped").count()
+
+
+DENSE = ModelArch(8.0, 8.0, 32, 4096, 32, 8, 128)
+MOE = ModelArch(46.7, 12.9, 32, 4096, 32, 8, 128, experts_total=8, experts_active=2)
+
+
+def test_layouts_are_powers_of_two_up_to_max_gpus_and_only_moe_gets_expert_parallelism():
+    dense = layouts(DENSE, 4)
+    moe = layouts(MOE, 4)
+
+    assert {layout.gpus for layout in dense} == {1, 2, 4}
+    assert all(layout.ep == 1 for layout in dense)
+    assert {(lay.tp, lay.dp, lay.ep) for lay in moe if lay.ep > 1} == {
+        (2, 1, 2),
+        (1, 2, 2),
+        (4, 1, 4),
+        (2, 2, 4),
+        (1, 4, 4),
+    }
+
+
+def test_layouts_skip_tensor_parallel_degrees_that_do_not_split_the_kv_heads():
+    odd_heads = ModelArch(7.0, 7.0, 28, 3584, 28, 4, 128)
+
+    assert {layout.tp for layout in layouts(odd_heads, 8)} == {1, 2, 4}
+
+
+def test_kept_stacks_say_how_many_gpus_the_peak_rate_needs(catalog, alice, acme, goal_payload):
+    goal_payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 40, "peak_factor": 2}
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    leader = _kept(selection)[0]
+    per_gpu = leader.estimate["goodput_per_gpu_rps"]
+    assert leader.estimate["gpus_for_peak"] == math.ceil(80 / per_gpu)
