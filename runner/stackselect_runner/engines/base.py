@@ -7,11 +7,13 @@ real engine (vLLM, SGLang, ...) adds a small subclass and a `register_engine` li
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 READINESS_POLL_S = 0.1
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 PROBE_TIMEOUT_S = 2.0
 LOG_TAIL_CHARS = 2000
 
@@ -105,6 +108,13 @@ class EngineAdapter(ABC):
         return EngineProcess.launch(self, launch)
 
 
+def _die_with_the_runner() -> None:
+    """Runs in the engine's child before exec: a runner killed outright (SIGKILL, OOM) must not
+    leave its engine holding the GPU and the port, so Linux kills the engine with its parent."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class EngineProcess:
     """A running engine in its own process group, with stdout and stderr in a log file."""
 
@@ -131,6 +141,7 @@ class EngineProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_the_runner,
         )
         return cls(adapter, launch, popen, log)
 
