@@ -39,7 +39,8 @@ run: install $(VAR)/secret_key
 	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py collectstatic --noinput -v 0
 	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py load_curated
 	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
-	SECRET_KEY_FILE=$(VAR)/secret_key exec $(BIN)/python manage.py run_all --bind 127.0.0.1:$(PORT)
+	SECRET_KEY_FILE=$(VAR)/secret_key exec $(BIN)/python manage.py run_all --bind 127.0.0.1:$(PORT) \
+		--extra "runner=$(BIN)/python manage.py run_local_runner --url http://127.0.0.1:$(PORT)"
 
 browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
