@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from apps.audit.chain import ChainBreak, find_first_break
+from apps.audit.chain import HASHED_FIELDS, ChainBreak, find_first_break
 from apps.audit.models import AuditEvent
 from apps.audit.services import hashed_view
 
@@ -26,24 +26,7 @@ def audit_events_visible_to(*, user: Any, team: Any) -> QuerySet[AuditEvent]:
 
 
 def _chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
-    columns = [
-        "id",
-        "prev_hash",
-        "hash",
-        "occurred_at",
-        "actor_type",
-        "actor_id",
-        "actor_name",
-        "team_id",
-        "request_id",
-        "action",
-        "object_type",
-        "object_id",
-        "object_repr",
-        "before",
-        "after",
-        "message",
-    ]
+    columns = ["id", "prev_hash", "hash", *HASHED_FIELDS]
     for row in (
         AuditEvent.objects.order_by("id").values(*columns).iterator(chunk_size=_VERIFY_BATCH)
     ):
