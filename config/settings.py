@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "apps.selections",
     "apps.runners",
     "apps.benchmarks",
+    "apps.evidence",
+    "apps.decisions",
 ]
 
 MIDDLEWARE = [
@@ -156,6 +158,13 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "EngineKindEnum": "apps.catalog.choices.EngineKind",
+        "ProjectStatusEnum": "apps.catalog.choices.ProjectStatus",
+        "DecisionStatusEnum": "apps.decisions.choices.DecisionStatus",
+        "TriggerKindEnum": "apps.decisions.choices.TriggerKind",
+        "RunnerStateEnum": "apps.runners.choices.RunnerState",
+    },
 }
 
 # Celery: Redis in production and tests; a filesystem broker needs no server for `make run`.
@@ -196,11 +205,15 @@ BENCHMARK_UPLOAD_MAX_BYTES = env_int("BENCHMARK_UPLOAD_MAX_BYTES", 16 * 1024 * 1
 BENCHMARK_UPLOAD_MAX_RAW_BYTES = env_int(
     "BENCHMARK_UPLOAD_MAX_RAW_BYTES", 256 * 1024 * 1024, minimum=1024
 )
+# Decisions: retest triggers are swept periodically; a fired trigger may POST to a webhook.
+DECISIONS_SWEEP_INTERVAL_S = env_int("DECISIONS_SWEEP_INTERVAL_S", 3600, minimum=60)
+DECISIONS_WEBHOOK_URL = env_str("DECISIONS_WEBHOOK_URL", "")
 CELERY_BEAT_SCHEDULE: dict = {
     "benchmarks.reap_expired_leases": {
         "task": "benchmarks.reap_expired_leases",
         "schedule": float(RUNNER_REAP_INTERVAL_S),
-    }
+    },
+    "decisions.sweep": {"task": "decisions.sweep", "schedule": float(DECISIONS_SWEEP_INTERVAL_S)},
 }
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))

@@ -12,6 +12,8 @@ urlpatterns = [
     path("runners/", include("apps.runners.urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("selections/", include("apps.selections.urls")),
+    path("evidence/", include("apps.evidence.urls")),
+    path("decisions/", include("apps.decisions.urls")),
     path("catalog/", include("apps.catalog.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),

@@ -32,7 +32,10 @@ from apps.benchmarks.choices import (
 from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload, summarise
+from apps.benchmarks.search import load_point_limit, probe_figures
 from apps.core.errors import ConflictError
+from apps.evidence.ingest import ingest_upload
+from apps.evidence.schema import UploadError as EvidenceUploadError
 from apps.runners.labels import runner_takes
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_queues
@@ -247,7 +250,9 @@ def result_upload(
     if len(body) > settings.BENCHMARK_UPLOAD_MAX_BYTES:
         raise UploadError(f"body: more than {settings.BENCHMARK_UPLOAD_MAX_BYTES} bytes")
     raw = gunzip_limited(body, max_bytes=settings.BENCHMARK_UPLOAD_MAX_RAW_BYTES)
-    parsed = parse_upload(raw, load_point_count=len(attempt.job.plan.load_points))
+    plan = attempt.job.plan
+    parsed = parse_upload(raw, load_point_count=load_point_limit(plan))
+    summary = {**summarise(parsed.records, parsed.duration_s), **probe_figures(plan, parsed)}
     try:
         with transaction.atomic():
             upload = ResultUpload.objects.create(
@@ -261,8 +266,9 @@ def result_upload(
                 body=body,
                 record_count=len(parsed.records),
                 meta=parsed.meta,
-                summary=summarise(parsed.records, parsed.duration_s),
+                summary=summary,
             )
+            _ingest_as_evidence(upload)
             audit_record(
                 actor=Actor.for_runner(runner),
                 action="result_upload.create",
@@ -285,6 +291,14 @@ def result_upload(
             code="duplicate_chunk",
         ) from error
     return upload, True
+
+
+def _ingest_as_evidence(upload: ResultUpload) -> None:
+    """Samples go into the evidence tables in the upload's transaction: all stored, or none."""
+    try:
+        ingest_upload(upload=upload)
+    except EvidenceUploadError as error:
+        raise UploadError(str(error)) from error
 
 
 def _missing_load_points(attempt: JobAttempt) -> list[int]:

@@ -22,6 +22,10 @@ from apps.selections.catalog_adapter import (
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
 
 SIMULATED_ADAPTER = "simulated"
+# A llama-cpp candidate whose checkpoint is a local GGUF file runs on the runner's real llama.cpp
+# (llama-server or llama-cpp-python, runner/stackselect_runner/engines/llama_cpp.py).
+LLAMA_CPP_ADAPTER = "llama-cpp"
+GGUF_SUFFIX = ".gguf"
 # Our assumption for the MoE expert reads frozen into the step cost: a moderately loaded engine.
 TYPICAL_DECODE_BATCH = 16
 LAYOUT_KEYS = ("tp", "pp", "ep", "dp")
@@ -96,6 +100,33 @@ def simulated_engine(
             "time_scale": 1.0,
         },
     }
+
+
+def llama_cpp_engine(
+    *, stack: Mapping[str, Any], served_model_name: str, kv_dtype: str | None
+) -> dict[str, Any]:
+    """The llama.cpp adapter's engine section: the GGUF file and the stack's own settings."""
+    options = {
+        "model_path": served_model_name,
+        "precision": str(stack["precision"]),
+        "kv_dtype": kv_dtype,
+        **{key: stack.get(key, 1) for key in LAYOUT_KEYS},
+    }
+    return {
+        "adapter": LLAMA_CPP_ADAPTER,
+        "model": served_model_name,
+        "served_model_name": served_model_name,
+        "options": options,
+    }
+
+
+def job_engine(*, stack: Mapping[str, Any], served_model_name: str, **simulated: Any) -> dict:
+    """Real llama.cpp for a llama-cpp candidate with a local GGUF checkpoint, else simulated."""
+    if stack.get("engine") == LLAMA_CPP_ADAPTER and served_model_name.endswith(GGUF_SUFFIX):
+        return llama_cpp_engine(
+            stack=stack, served_model_name=served_model_name, kv_dtype=simulated["kv_dtype"]
+        )
+    return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
 
 
 def arch_for(model: ModelSpec | None, custom: Mapping[str, Any] | None) -> ModelArch:

@@ -7,7 +7,12 @@ from typing import Any
 from django import forms
 
 from apps.benchmarks.choices import PlanMode
-from apps.benchmarks.identity import MAX_REQUEST_COUNT, PlanOptions
+from apps.benchmarks.identity import (
+    DEFAULT_MAX_PROBES,
+    MAX_LOAD_POINTS,
+    MAX_REQUEST_COUNT,
+    PlanOptions,
+)
 
 LOAD_KINDS = (("rate_rps", "Rates (requests/s)"), ("concurrency", "Concurrencies"))
 
@@ -21,6 +26,14 @@ class PlanForm(forms.Form):
         help_text="Comma-separated, e.g. 1, 2, 4. Empty: half, once and twice the goal's load.",
     )
     request_count = forms.IntegerField(min_value=1, max_value=MAX_REQUEST_COUNT, initial=200)
+    max_probes = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_LOAD_POINTS,
+        initial=DEFAULT_MAX_PROBES,
+        help_text="Search only: at most this many rates are measured, each with every request; "
+        "the search runs between the lowest and the highest rate above.",
+    )
     seed = forms.IntegerField(min_value=0, initial=0)
     warmup_requests = forms.IntegerField(min_value=0, max_value=1000, initial=4)
     measurement_window_s = forms.FloatField(min_value=1, initial=120)
@@ -60,4 +73,5 @@ class PlanForm(forms.Form):
             max_attempts=data["max_attempts"],
             request_timeout_s=data["request_timeout_s"],
             endpoint=data["endpoint"],
+            max_probes=data["max_probes"] or DEFAULT_MAX_PROBES,
         )

@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from apps.audit.chain import canonical_json
 from apps.benchmarks.choices import PlanMode
+from apps.selections.candidates.goal import open_loop_workload
+from apps.selections.simulator import SLO
 from apps.selections.workload import (
     ClosedLoop,
-    OpenLoopArrivals,
     Workload,
     generate_requests,
 )
@@ -28,7 +29,10 @@ MAX_REQUEST_COUNT = 20_000
 WORKLOAD_KEYS = ("isl", "osl", "arrival", "prefix_share", "prefix_tokens", "prefix_groups")
 # Default load ladder around the goal's load: half, the goal itself and twice it.
 DEFAULT_LADDER = (0.5, 1.0, 2.0)
-SEARCH_MAX_STEPS = 8
+# A max-rate search stops once its bracket is this close (runner/stackselect_runner/search.py).
+SEARCH_TOLERANCE = 0.05
+DEFAULT_MAX_PROBES = 8
+SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class PlanOptions:
     max_attempts: int = 3
     request_timeout_s: float = 120.0
     endpoint: str = "completions"
+    max_probes: int = DEFAULT_MAX_PROBES
 
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
@@ -53,6 +58,7 @@ class PlanOptions:
         _whole(self.request_count, "request_count", 1, MAX_REQUEST_COUNT)
         _whole(self.warmup_requests, "warmup_requests", 0, 1000)
         _whole(self.max_attempts, "max_attempts", 1, 10)
+        _whole(self.max_probes, "max_probes", 1, MAX_LOAD_POINTS)
         if not self.measurement_window_s > 0:
             raise ValueError("measurement_window_s: must be positive")
         if not 0 <= self.max_error_rate <= 1:
@@ -73,20 +79,9 @@ def _whole(value: Any, field: str, minimum: int, maximum: int | None = None) -> 
 
 
 def plan_workload(workload: Mapping[str, Any]) -> Workload:
-    """The selection's workload with an open-loop arrival, so rate load points always apply.
-
-    A closed-loop goal keeps its lengths and prefixes; its schedule is drawn as Poisson.
-    """
-    parsed = Workload.from_dict({key: workload[key] for key in WORKLOAD_KEYS if key in workload})
-    if isinstance(parsed.arrival, OpenLoopArrivals):
-        return parsed
-    return Workload(
-        input_length=parsed.input_length,
-        output_length=parsed.output_length,
-        arrival=OpenLoopArrivals("poisson", 1.0),
-        prefix_share=parsed.prefix_share,
-        prefix_tokens=parsed.prefix_tokens,
-        prefix_groups=parsed.prefix_groups,
+    """The selection's workload with an open-loop arrival, so rate load points always apply."""
+    return open_loop_workload(
+        Workload.from_dict({key: workload[key] for key in WORKLOAD_KEYS if key in workload})
     )
 
 
@@ -144,20 +139,49 @@ def request_schedule(workload: Workload, *, count: int, seed: int) -> list[dict[
     ]
 
 
+def search_slo(slo: Mapping[str, Any]) -> dict[str, Any]:
+    """The selection's SLO with its defaults filled in; a search needs a latency target."""
+    try:
+        parsed = SLO(**{key: slo[key] for key in SLO_KEYS if slo.get(key) is not None})
+    except ValueError as error:
+        raise ValueError(f"slo: {error}") from error
+    if not parsed.targets():
+        raise ValueError("slo: a max-rate search needs a ttft_ms, tpot_ms or e2e_ms target")
+    return asdict(parsed)
+
+
 def search_section(
-    mode: str, slo: Mapping[str, Any], load_points: Sequence[Mapping[str, Any]]
+    mode: str,
+    slo: Mapping[str, Any],
+    load_points: Sequence[Mapping[str, Any]],
+    *,
+    max_probes: int,
+    requests_per_probe: int,
 ) -> dict[str, Any] | None:
-    """For a max-rate search: the SLO to hold and the rate bracket the load points span."""
+    """For a max-rate search: the SLO and the range its rate load points span.
+
+    The runner starts at the geometric middle of the range (the goal's rate for the default
+    half / once / twice ladder) and never probes outside it.
+    """
     if mode != PlanMode.MAX_RATE_SEARCH:
         return None
-    rates = [point["rate_rps"] for point in load_points if "rate_rps" in point]
-    if not rates:
-        raise ValueError("load_points: a max-rate search needs rate load points")
+    if any("rate_rps" not in point for point in load_points):
+        raise ValueError("load_points: a max-rate search takes rates, not concurrencies")
+    rates = sorted({point["rate_rps"] for point in load_points})
+    if len(rates) < 2:
+        raise ValueError(
+            "load_points: a max-rate search needs two different rates to search between"
+        )
+    low, high = rates[0], rates[-1]
+    start = min(max(_three_significant(math.sqrt(low * high)), low), high)
     return {
-        "slo": dict(slo),
-        "min_rps": min(rates),
-        "max_rps": max(rates),
-        "max_steps": SEARCH_MAX_STEPS,
+        "slo": search_slo(slo),
+        "start_rate_rps": start,
+        "min_rate_rps": low,
+        "max_rate_rps": high,
+        "tolerance": SEARCH_TOLERANCE,
+        "max_probes": max_probes,
+        "requests_per_probe": requests_per_probe,
     }
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.accounts.scoping import scoped
 from apps.benchmarks.choices import ATTEMPT_LEASED, JobState
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
+from apps.benchmarks.search import load_point_limit, search_view
 from apps.core.metrics import GaugeSample
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_state, runners_of
@@ -40,7 +41,7 @@ def progress_fraction(job: BenchmarkJob) -> float:
     if job.state == JobState.SUCCEEDED:
         return 1.0
     progress = job.progress or {}
-    points = max(len(job.plan.load_points), 1)
+    points = max(load_point_limit(job.plan), 1)
     index = progress.get("load_point")
     done, total = progress.get("done"), progress.get("total")
     if not isinstance(index, int) or not isinstance(done, int) or not total:
@@ -57,6 +58,7 @@ def job_progress_row(job: BenchmarkJob) -> dict[str, Any]:
         "cancel_requested": job.cancel_requested,
         "fraction": round(progress_fraction(job), 4),
         "message": (job.progress or {}).get("message", ""),
+        "search": search_view(job),
     }
 
 

@@ -14,7 +14,7 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
 from apps.benchmarks.dispatch import attempt_dispatch, job_finish
-from apps.benchmarks.engine_spec import arch_for, model_identity, simulated_engine
+from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity
 from apps.benchmarks.identity import (
     PlanOptions,
     build_identity,
@@ -28,6 +28,7 @@ from apps.benchmarks.identity import (
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.selections.choices import SelectionState
 from apps.selections.models import Candidate, Selection
+from apps.selections.replay import resolved_workload
 
 
 def _one_precision(candidates: list[Candidate]) -> str:
@@ -53,11 +54,16 @@ def _kv_dtype(selection: Selection) -> str:
 def _plan_documents(selection: Selection, options: PlanOptions) -> dict[str, Any]:
     """Workload, load points, search and schedule, with errors named after their field."""
     try:
-        workload = plan_workload(selection.workload)
-        points = normalise_load_points(
-            list(options.load_points) or default_load_points(selection.workload)
+        document = resolved_workload(selection.workload, team=selection.team)
+        workload = plan_workload(document)
+        points = normalise_load_points(list(options.load_points) or default_load_points(document))
+        search = search_section(
+            options.mode,
+            selection.slo,
+            points,
+            max_probes=options.max_probes,
+            requests_per_probe=options.request_count,
         )
-        search = search_section(options.mode, selection.slo, points)
         requests = request_schedule(workload, count=options.request_count, seed=options.seed)
         arch = arch_for(selection.model, selection.custom_model)
     except ValueError as error:
@@ -116,7 +122,7 @@ def plan_create(
     jobs = []
     for candidate in candidates:
         try:
-            engine = simulated_engine(
+            engine = job_engine(
                 stack=candidate.stack,
                 arch=documents["arch"],
                 accelerator=candidate.accelerator,

@@ -16,6 +16,7 @@ from apps.benchmarks import services
 from apps.benchmarks.choices import JOB_TERMINAL
 from apps.benchmarks.forms import PlanForm
 from apps.benchmarks.identity import default_load_points
+from apps.benchmarks.search import search_view
 from apps.benchmarks.selectors import (
     job_attempts,
     jobs_of,
@@ -84,7 +85,13 @@ def plan_create(request: HttpRequest, selection_id: int) -> HttpResponse:
 def plan_detail(request: HttpRequest, plan_id: int) -> HttpResponse:
     plan = get_scoped_or_404(plans_of(team=_team(request)), request.team, pk=plan_id)
     jobs = [(job, progress_fraction(job)) for job in plan_jobs(plan).select_related("plan")]
-    context = {"plan": plan, "jobs": jobs, "terminal_states": sorted(JOB_TERMINAL)}
+    searches = [(job, search_view(job)) for job, _ in jobs] if plan.search else []
+    context = {
+        "plan": plan,
+        "jobs": jobs,
+        "searches": searches,
+        "terminal_states": sorted(JOB_TERMINAL),
+    }
     return render(request, "benchmarks/plan_detail.html", context)
 
 

@@ -31,6 +31,7 @@ from apps.catalog.models import (
     ReleaseBackend,
 )
 from apps.core.errors import ConflictError
+from apps.decisions.triggers import on_catalog_entry_change
 
 M = TypeVar("M", bound=models.Model)
 
@@ -92,6 +93,7 @@ def entry_create(
         after=snapshot(instance),
         message=message,
     )
+    on_catalog_entry_change(instance=instance)
     return instance
 
 
@@ -123,6 +125,7 @@ def entry_update(*, actor: Actor, instance: M, changes: Mapping[str, Any], messa
         after=snapshot(edited),
         message=message,
     )
+    on_catalog_entry_change(instance=edited)
     return edited
 
 
@@ -146,6 +149,7 @@ def entry_delete(*, actor: Actor, instance: models.Model, message: str = "") -> 
         before=before,
         message=message,
     )
+    on_catalog_entry_change(instance=instance, pk=object_id)
 
 
 @transaction.atomic

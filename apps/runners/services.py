@@ -20,6 +20,7 @@ from apps.accounts.secrets import issue_secret
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
+from apps.decisions.triggers import on_runner_probe
 from apps.runners.choices import CREDENTIAL_KIND, ENROLLMENT_TOKEN_KIND
 from apps.runners.labels import derive_labels, validate_probe
 from apps.runners.models import EnrollmentToken, Runner
@@ -127,6 +128,7 @@ def runner_probe(*, runner: Runner, probe: Any) -> Runner:
         before=before,
         after=_runner_snapshot(runner),
     )
+    on_runner_probe(runner_id=runner.pk)
     return runner
 
 

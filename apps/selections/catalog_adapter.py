@@ -8,8 +8,9 @@ thousands of stacks touches the database once.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from apps.catalog.choices import EngineKind, PrefixCacheKind, Vendor
 from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
@@ -91,6 +92,29 @@ def model_arch(spec: ModelSpec) -> ModelArch:
         experts_active=spec.experts_active or 0,
         max_context=spec.max_context,
         vocab_size=spec.vocab_size,
+    )
+
+
+CUSTOM_MODEL_FIELDS = (
+    "name",
+    "architecture",
+    "checkpoint",
+    "native_dtype",
+    *(item.name for item in fields(ModelArch)),
+)
+
+
+def custom_model_spec(custom: Mapping[str, Any]) -> ModelSpec:
+    """An unsaved ModelSpec for an architecture the catalog lacks, so the filters, hints and
+    `model_arch` treat it like a catalog model. Raises ValueError naming a missing field."""
+    if not custom.get("name"):
+        raise ValueError("custom_model.name: is required")
+    if not custom.get("architecture"):
+        raise ValueError("custom_model.architecture: is required (an arch_* feature key)")
+    return ModelSpec(
+        slug="",
+        family="custom",
+        **{key: custom[key] for key in CUSTOM_MODEL_FIELDS if custom.get(key) is not None},
     )
 
 

@@ -10,6 +10,16 @@ class SelectionState(models.TextChoices):
     ARCHIVED = "archived", "Archived"
 
 
+class ComputeState(models.TextChoices):
+    """Where the background computation of a selection's candidates stands."""
+
+    IDLE = "idle", "Not requested"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Computing"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
 class CandidateOutcome(models.TextChoices):
     KEPT = "kept", "Kept"
     DROPPED = "dropped", "Dropped"

@@ -11,7 +11,9 @@ from typing import Any
 
 from django import forms
 
-from apps.catalog.models import Accelerator, ModelSpec
+from apps.catalog.choices import AttentionKind
+from apps.catalog.models import Accelerator, Feature, ModelSpec
+from apps.selections import selectors
 from apps.selections.api.serializers import KV_DTYPES, PRECISION_WORDS
 from apps.selections.choices import OperationalNeed
 
@@ -26,7 +28,30 @@ ARRIVALS = [
     ("gamma", "Gamma at a rate, with burstiness"),
     ("constant", "Constant rate"),
     ("closed", "Closed loop at a concurrency"),
+    ("trace", "Replay an uploaded trace"),
 ]
+# The custom architecture's fields (API names) and the form field each takes, in form order.
+_WHOLE = {"required": False, "min_value": 1}
+CUSTOM_MODEL_FIELDS: tuple[tuple[str, type[forms.Field], dict[str, Any]], ...] = (
+    ("name", forms.CharField, {"required": False, "max_length": 120}),
+    ("architecture", forms.ChoiceField, {"required": False}),
+    ("params_total_b", forms.FloatField, {"required": False, "label": "Parameters (B)"}),
+    ("params_active_b", forms.FloatField, {"required": False, "label": "Active parameters (B)"}),
+    ("layers", forms.IntegerField, _WHOLE),
+    ("hidden_size", forms.IntegerField, _WHOLE),
+    ("attention_heads", forms.IntegerField, _WHOLE),
+    ("kv_heads", forms.IntegerField, _WHOLE),
+    ("head_dim", forms.IntegerField, _WHOLE),
+    ("attention_kind", forms.ChoiceField, {"required": False}),
+    ("max_context", forms.IntegerField, _WHOLE),
+    ("sliding_window", forms.IntegerField, _WHOLE),
+    ("sliding_window_layers", forms.IntegerField, _WHOLE),
+    ("kv_lora_rank", forms.IntegerField, _WHOLE),
+    ("qk_rope_head_dim", forms.IntegerField, _WHOLE),
+    ("experts_total", forms.IntegerField, _WHOLE),
+    ("experts_active", forms.IntegerField, _WHOLE),
+)
+CUSTOM_PREFIX = "custom_"
 # API field -> the form field that holds it, for putting nested errors back.
 _LENGTH_KEYS = {"value": "tokens", "mean": "tokens", "median": "tokens", "std": "spread"}
 _LENGTH_KEYS |= {"sigma": "spread", "values": "kind", "kind": "kind"}
@@ -48,7 +73,12 @@ def _length_fields(data: dict[str, Any]) -> tuple[float | None, float | None]:
 FIELDSETS = (
     ("Workload", ("title", "model", "precision", "kv_dtype", "isl_kind", "isl_tokens")),
     ("", ("isl_spread", "osl_kind", "osl_tokens", "osl_spread", "max_context")),
+    (
+        "Custom model (when no catalog model is chosen)",
+        tuple(f"{CUSTOM_PREFIX}{key}" for key, *_ in CUSTOM_MODEL_FIELDS),
+    ),
     ("Arrival", ("arrival", "rate_rps", "concurrency", "burstiness", "peak_factor")),
+    ("", ("trace", "speedup")),
     ("Sharing", ("prefix_share", "prefix_tokens", "multi_turn", "tool_share")),
     ("SLO", ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
     ("Constraints", ("accelerators", "max_gpus", "required_features", "operational", "prices")),
@@ -57,7 +87,9 @@ FIELDSETS = (
 
 class GoalForm(forms.Form):
     title = forms.CharField(max_length=160)
-    model = forms.ChoiceField(help_text="From the catalog.")
+    model = forms.ChoiceField(
+        required=False, help_text="From the catalog, or describe a custom architecture below."
+    )
     precision = forms.ChoiceField(choices=[(p, p) for p in PRECISION_WORDS], initial="bf16")
     kv_dtype = forms.ChoiceField(
         choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES], required=False
@@ -75,6 +107,15 @@ class GoalForm(forms.Form):
         required=False, help_text="Gamma shape: 1 is Poisson, <1 burstier."
     )
     peak_factor = forms.FloatField(required=False, initial=1.0)
+    trace = forms.TypedChoiceField(
+        coerce=int,
+        required=False,
+        empty_value=None,
+        help_text="One of your team's traces; its own lengths replace the ones above.",
+    )
+    speedup = forms.FloatField(
+        required=False, initial=1.0, help_text="Replay speed: 2 sends the trace twice as fast."
+    )
     prefix_share = forms.FloatField(initial=0.0, label="Share of requests with a shared prefix")
     prefix_tokens = forms.IntegerField(initial=0, label="Shared prefix tokens")
     multi_turn = forms.BooleanField(required=False)
@@ -103,11 +144,27 @@ class GoalForm(forms.Form):
         help_text="One per line: accelerator slug and USD per GPU-hour, e.g. h100-sxm 2.5.",
     )
 
-    def __init__(self, *args: Any, existing_workload: dict[str, Any] | None = None, **kwargs):
+    def __init__(
+        self,
+        *args: Any,
+        existing_workload: dict[str, Any] | None = None,
+        team: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.existing_workload = existing_workload or {}
-        self.fields["model"].choices = list(ModelSpec.objects.values_list("slug", "name"))
+        models = list(ModelSpec.objects.values_list("slug", "name"))
+        self.fields["model"].choices = [("", "Custom architecture (below)"), *models]
         self.fields["accelerators"].choices = list(Accelerator.objects.values_list("slug", "name"))
+        self.fields["trace"].choices = [("", "—")] + [
+            (trace.pk, f"{trace.name} ({trace.row_count} requests)")
+            for trace in selectors.traces_of_team(team=team).only("pk", "name", "row_count")
+        ]
+        for key, field_class, options in CUSTOM_MODEL_FIELDS:
+            self.fields[f"{CUSTOM_PREFIX}{key}"] = field_class(**options)
+        architectures = Feature.objects.filter(key__startswith="arch_").values_list("key", "name")
+        self.fields["custom_architecture"].choices = [("", "—"), *architectures]
+        self.fields["custom_attention_kind"].choices = [("", "—"), *AttentionKind.choices]
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         return [(legend, [self[name] for name in names]) for legend, names in FIELDSETS]
@@ -125,6 +182,10 @@ class GoalForm(forms.Form):
         data = self.cleaned_data
         if data["arrival"] == "closed":
             arrival = {"concurrency": data.get("concurrency")}
+        elif data["arrival"] == "trace":
+            arrival = {"process": "trace", "trace": data.get("trace")}
+            if data.get("speedup"):
+                arrival["speedup"] = data["speedup"]
         else:
             arrival = {"process": data["arrival"], "rate_rps": data.get("rate_rps")}
             if data["arrival"] == "gamma":
@@ -137,10 +198,21 @@ class GoalForm(forms.Form):
         lines = (self.cleaned_data.get(name) or "").splitlines()
         return [line.split() for line in lines if line.strip()]
 
+    def _model(self) -> dict[str, Any]:
+        """The catalog model, or the custom architecture's filled-in fields."""
+        if self.cleaned_data.get("model"):
+            return {"model": self.cleaned_data["model"]}
+        custom = {
+            key: self.cleaned_data.get(f"{CUSTOM_PREFIX}{key}") for key, *_ in CUSTOM_MODEL_FIELDS
+        }
+        return {
+            "custom_model": {key: value for key, value in custom.items() if value not in (None, "")}
+        }
+
     def to_document(self) -> dict[str, Any]:
         data = self.cleaned_data
         workload = {
-            "model": data["model"],
+            **self._model(),
             "precision": data["precision"],
             "isl": self._length("isl"),
             "osl": self._length("osl"),
@@ -194,6 +266,9 @@ class GoalForm(forms.Form):
             path = path[1:]
         if not path:
             return None
+        if path[0] == "custom_model" and len(path) > 1:
+            name = f"{CUSTOM_PREFIX}{path[1]}"
+            return name if name in self.fields else "model"
         if path[0] in ("isl", "osl") and len(path) > 1:
             return f"{path[0]}_{_LENGTH_KEYS.get(path[1], 'kind')}"
         if path[0] == "arrival":
@@ -206,13 +281,16 @@ class GoalForm(forms.Form):
     @staticmethod
     def initial_from(title: str, workload: dict, slo: dict, constraints: dict) -> dict[str, Any]:
         arrival = workload.get("arrival", {})
+        custom = workload.get("custom_model") or {}
         initial: dict[str, Any] = {
             "title": title,
-            "model": workload.get("model"),
+            "model": workload.get("model", ""),
+            **{f"{CUSTOM_PREFIX}{key}": custom.get(key) for key, *_ in CUSTOM_MODEL_FIELDS},
             "precision": (workload.get("precision") or ["bf16"])[0],
             "kv_dtype": workload.get("kv_dtype", ""),
             "arrival": arrival.get("process", "closed"),
             **{k: arrival.get(k) for k in ("rate_rps", "concurrency", "burstiness", "peak_factor")},
+            **{k: arrival.get(k) for k in ("trace", "speedup")},
             **{k: workload.get(k) for k in ("prefix_share", "prefix_tokens", "multi_turn")},
             **{k: workload.get(k) for k in ("tool_share", "max_context")},
             **{k: slo.get(k) for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile")},
@@ -239,6 +317,10 @@ class TraceUploadForm(forms.Form):
     )
     apply = forms.BooleanField(
         required=False, initial=True, label="Use its lengths and arrival in the workload"
+    )
+    replay = forms.BooleanField(
+        required=False,
+        label="Replay it request by request (else a gamma process with its rate and burstiness)",
     )
 
 

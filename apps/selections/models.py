@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from apps.selections.choices import CandidateOutcome, SelectionState
+from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 
 
 class Selection(models.Model):
@@ -37,6 +37,18 @@ class Selection(models.Model):
     workload = models.JSONField()
     slo = models.JSONField()
     constraints = models.JSONField(default=dict)
+    computation = models.CharField(
+        max_length=10, choices=ComputeState.choices, default=ComputeState.IDLE
+    )
+    computation_error = models.TextField(blank=True)
+    computation_requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Whose request the background task acts for (the audit actor).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -6,10 +6,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
-from apps.selections.choices import CandidateOutcome
+from apps.evidence.selectors import measured_by_candidate
+from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 
 GROUP_EXAMPLES = 3
@@ -19,6 +20,31 @@ STACK_FILTERS = {"engine": "engine", "accelerator": "accelerator", "precision": 
 
 def selections_of(*, team: Any) -> QuerySet[Selection]:
     return scoped(Selection.objects.select_related("model"), team)
+
+
+def listed_selections(*, team: Any, archived: bool = False) -> QuerySet[Selection]:
+    """The list page's selections: the live ones, or only the archived ones."""
+    selections = selections_of(team=team)
+    if archived:
+        return selections.filter(state=SelectionState.ARCHIVED)
+    return selections.exclude(state=SelectionState.ARCHIVED)
+
+
+def computation_status(*, selection: Selection, status_url: str) -> dict[str, Any]:
+    """What a poller needs: the computation's state, its error, and the counts once done."""
+    counts: dict[str, int | None] = dict.fromkeys(CandidateOutcome.values)
+    if selection.computation == ComputeState.DONE:
+        counts = dict.fromkeys(CandidateOutcome.values, 0)
+        rows = Candidate.objects.filter(selection=selection).values("outcome")
+        counts |= dict(rows.annotate(n=Count("id")).values_list("outcome", "n"))
+    return {
+        "state": selection.state,
+        "computation": selection.computation,
+        "error": selection.computation_error,
+        "kept_count": counts[CandidateOutcome.KEPT],
+        "dropped_count": counts[CandidateOutcome.DROPPED],
+        "status_url": status_url,
+    }
 
 
 def selection_get(*, team: Any, selection_id: int) -> Selection:
@@ -107,16 +133,23 @@ def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
     )
 
 
+def traces_of_team(*, team: Any) -> QuerySet[WorkloadTrace]:
+    """Every trace the team uploaded, newest first: the ones a workload may replay."""
+    return scoped(WorkloadTrace.objects.all(), team).defer("rows")
+
+
+def team_trace(*, team: Any, trace_id: Any, with_rows: bool = False) -> WorkloadTrace | None:
+    """The team's trace with this id, or None (another team's trace is as absent as none)."""
+    traces = scoped(WorkloadTrace.objects.all(), team)
+    return (traces if with_rows else traces.defer("rows")).filter(pk=trace_id).first()
+
+
 def trace_with_rows(*, trace_id: int) -> WorkloadTrace:
     """One trace with its rows (the listing defers them); callers pass an id already scoped."""
     return WorkloadTrace.objects.get(pk=trace_id)
 
 
 def measured_for(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:
-    """Predicted-versus-measured rows per candidate id, for candidates with measured results.
-
-    The calibration hook of the Evidence issue: measured results do not exist yet, so no
-    candidate has any. When they do, this looks them up by the candidate's stack identity and
-    returns `calibration.predicted_vs_measured(...)` for each.
-    """
-    return {}
+    """Predicted-versus-measured rows per candidate id, for candidates with measured results
+    (the calibration hook; the evidence app matches results to candidates by their stack)."""
+    return measured_by_candidate(candidates=candidates)

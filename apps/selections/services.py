@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -20,26 +21,39 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
 from apps.catalog.models import ModelSpec
+from apps.decisions.triggers import on_trace_upload
 from apps.selections.candidates import Verdict, evaluate
 from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.candidates.ranking import Efficiencies
 from apps.selections.catalog_adapter import CatalogSnapshot
-from apps.selections.choices import CandidateOutcome, SelectionState
+from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
+from apps.selections.replay import resolved_workload
 from apps.selections.traces import parse_trace, summary_document, workload_fragment
 from apps.selections.workload import trace_summary
+from config.celery import app as celery_app
 
 _INSERT_BATCH = 1000
+COMPUTE_TASK = "selections.compute_candidates"
+# The fields that make up a goal: candidates computed for other values answer another goal.
+_GOAL_FIELDS = ("model_id", "custom_model", "workload", "slo", "constraints")
 
 
 def _documents(data: dict[str, Any]) -> dict[str, Any]:
+    workload = data["workload"]
+    slug = workload.get("model")
     return {
         "title": data["title"],
-        "model": ModelSpec.objects.get(slug=data["workload"]["model"]),
-        "workload": data["workload"],
+        "model": ModelSpec.objects.get(slug=slug) if slug else None,
+        "custom_model": None if slug else workload["custom_model"],
+        "workload": workload,
         "slo": data["slo"],
         "constraints": data["constraints"],
     }
+
+
+def _goal_of(selection: Selection) -> tuple[Any, ...]:
+    return tuple(getattr(selection, name) for name in _GOAL_FIELDS)
 
 
 @transaction.atomic
@@ -64,18 +78,31 @@ def selection_update(*, actor_user: Any, selection: Selection, data: dict[str, A
     before = snapshot(selection)
     for name, value in _documents(data).items():
         setattr(selection, name, value)
+    _reset_goal(selection)
+    _record_change(Actor.for_user(actor_user), selection, "selection.update", before)
+    return selection
+
+
+def _reset_goal(selection: Selection) -> None:
+    """Save a changed goal: the candidates answered the old one, so they and their state go."""
     selection.state = SelectionState.DRAFT
+    selection.computation = ComputeState.IDLE
     selection.save()
     selection.candidates.all().delete()
+
+
+def _record_change(
+    actor: Actor, selection: Selection, action: str, before: dict[str, Any], message: str = ""
+) -> None:
     audit_record(
-        actor=Actor.for_user(actor_user),
-        action="selection.update",
+        actor=actor,
+        action=action,
         obj=selection,
         team=selection.team,
         before=before,
         after=snapshot(selection),
+        message=message,
     )
-    return selection
 
 
 def _candidate_row(selection: Selection, verdict: Verdict) -> Candidate:
@@ -96,32 +123,61 @@ def _candidate_row(selection: Selection, verdict: Verdict) -> Candidate:
     )
 
 
+@transaction.atomic
+def candidates_request(*, actor_user: Any, selection: Selection) -> Selection:
+    """Queue the computation of the selection's candidates; the task is sent on commit.
+
+    Computing takes seconds, so the page and the API return at once and poll the state.
+    """
+    require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
+    locked = Selection.objects.select_for_update().get(pk=selection.pk)
+    if locked.state == SelectionState.ARCHIVED:
+        raise ValidationError({"state": "This selection is archived: its goal is not computed."})
+    locked.computation = ComputeState.QUEUED
+    locked.computation_error = ""
+    locked.computation_requested_by = actor_user
+    locked.save(update_fields=["computation", "computation_error", "computation_requested_by"])
+    send = partial(celery_app.send_task, COMPUTE_TASK, kwargs={"selection_id": locked.pk})
+    transaction.on_commit(send, robust=True)
+    return locked
+
+
 def candidates_compute(
     *, actor_user: Any, selection: Selection, efficiencies: Efficiencies | None = None
 ) -> Selection:
     """Enumerate, filter and rank stacks for the selection's goal and store them all.
 
-    `efficiencies` takes fitted factors per (accelerator, engine) from calibration.
+    Runs in the background task (tasks.py), or directly where a caller needs the result at
+    once. If the goal changed while this ran, nothing is stored. `efficiencies` takes fitted
+    factors per (accelerator, engine) from calibration.
     """
     require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
     constraints = selection.constraints or {}
     snapshot_ = CatalogSnapshot.load(accelerator_slugs=constraints.get("accelerators") or None)
-    goal = goal_from_documents(
-        model=selection.model,
-        workload=selection.workload,
-        slo=selection.slo,
-        constraints=constraints,
-    )
+    try:
+        goal = goal_from_documents(
+            model=selection.model,
+            workload=resolved_workload(selection.workload, team=selection.team),
+            slo=selection.slo,
+            constraints=constraints,
+        )
+    except ValueError as error:
+        field, _, message = str(error).partition(": ")
+        raise ValidationError({"workload": f"{field}: {message}" if message else field}) from error
     evaluation = evaluate(snapshot_, goal, efficiencies=efficiencies)
     verdicts = evaluation.kept + evaluation.dropped
     with transaction.atomic():
         locked = Selection.objects.select_for_update().get(pk=selection.pk)
+        if locked.state == SelectionState.ARCHIVED or _goal_of(locked) != _goal_of(selection):
+            return locked
         locked.candidates.all().delete()
         Candidate.objects.bulk_create(
             (_candidate_row(locked, verdict) for verdict in verdicts), batch_size=_INSERT_BATCH
         )
         locked.state = SelectionState.CANDIDATES_READY
-        locked.save(update_fields=["state", "updated_at"])
+        locked.computation = ComputeState.DONE
+        locked.computation_error = ""
+        locked.save(update_fields=["state", "computation", "computation_error", "updated_at"])
         codes = Counter(reason.code for v in evaluation.dropped for reason in v.reasons)
         audit_record(
             actor=Actor.for_user(actor_user),
@@ -170,9 +226,13 @@ def trace_upload(
     name: str,
     content: bytes,
     apply: bool = True,
+    replay: bool = False,
 ) -> WorkloadTrace:
     """Store a trace for the selection; with `apply`, its lengths and arrival replace the
-    workload's (and the candidates, which answered the old workload, are deleted)."""
+    workload's (and the candidates, which answered the old workload, are deleted).
+
+    The arrival is a gamma process fitted to the trace unless `replay` asks for the trace's
+    own timestamps, request by request."""
     require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
     try:
         rows = parse_trace(content, filename=name)
@@ -198,28 +258,35 @@ def trace_upload(
         team=selection.team,
         after=snapshot(trace, exclude=["rows"]),
     )
+    on_trace_upload(trace_id=trace.pk)
     if apply:
         selection = Selection.objects.select_for_update().get(pk=selection.pk)
         before = snapshot(selection)
         arrival = dict(workload_fragment(summary)["arrival"])
+        if replay:
+            arrival = {"process": "trace", "trace": trace.pk, "speedup": 1.0}
         peak = (selection.workload.get("arrival") or {}).get("peak_factor")
         if peak:
             arrival["peak_factor"] = peak
         selection.workload = {**selection.workload, **workload_fragment(summary)}
         selection.workload["arrival"] = arrival
-        selection.state = SelectionState.DRAFT
-        selection.save()
-        selection.candidates.all().delete()
-        audit_record(
-            actor=actor,
-            action="selection.update",
-            obj=selection,
-            team=selection.team,
-            before=before,
-            after=snapshot(selection),
-            message=f"workload taken from trace {trace.name}",
-        )
+        _reset_goal(selection)
+        message = f"workload taken from trace {trace.name}"
+        _record_change(actor, selection, "selection.update", before, message)
     return trace
+
+
+@transaction.atomic
+def selection_archive(*, actor_user: Any, selection: Selection) -> Selection:
+    """Hide a selection from the list and stop its computation; its rows and plans remain."""
+    require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
+    selection = Selection.objects.select_for_update().get(pk=selection.pk)
+    before = snapshot(selection)
+    selection.state = SelectionState.ARCHIVED
+    selection.computation = ComputeState.IDLE
+    selection.save(update_fields=["state", "computation", "updated_at"])
+    _record_change(Actor.for_user(actor_user), selection, "selection.archive", before)
+    return selection
 
 
 def _stored_row(row: dict[str, Any]) -> dict[str, Any]:

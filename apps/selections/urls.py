@@ -16,5 +16,11 @@ urlpatterns = [
         views.candidates_compute,
         name="candidates-compute",
     ),
+    path(
+        "<int:selection_id>/candidates/status/",
+        views.computation_status,
+        name="status",
+    ),
+    path("<int:selection_id>/archive/", views.selection_archive, name="archive"),
     path("<int:selection_id>/plan/", views.plan, name="plan"),
 ]

@@ -6,13 +6,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
 from apps.selections import charts, selectors, services
 from apps.selections.api.serializers import SelectionInputSerializer
-from apps.selections.choices import CandidateOutcome
+from apps.selections.choices import CandidateOutcome, ComputeState
 from apps.selections.forms import CandidateFilterForm, GoalForm, TraceUploadForm
 from apps.selections.models import Selection
 
@@ -28,14 +29,17 @@ def _team_or_403(request: HttpRequest):
 
 @login_required
 def selection_list(request: HttpRequest) -> HttpResponse:
-    selections = selectors.selections_of(team=request.team)
+    """The team's live selections, or with ?archived=1 the archived ones."""
+    archived = request.GET.get("archived") == "1"
+    selections = selectors.listed_selections(team=request.team, archived=archived)
     page = Paginator(selections, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "selections/selection_list.html", {"page": page})
+    context = {"page": page, "archived": archived, "query": "archived=1" if archived else ""}
+    return render(request, "selections/selection_list.html", context)
 
 
 def _save_goal(request: HttpRequest, form: GoalForm, selection: Selection | None):
     """Validate the form's document with the API serializer and write it; None on errors."""
-    document = SelectionInputSerializer(data=form.to_document())
+    document = SelectionInputSerializer(data=form.to_document(), context={"team": request.team})
     if not document.is_valid():
         form.add_document_errors(document.errors)
         return None
@@ -64,7 +68,7 @@ def goal_edit(request: HttpRequest, selection_id: int | None = None) -> HttpResp
             selection.title, selection.workload, selection.slo, selection.constraints
         )
     existing = selection.workload if selection else None
-    form = GoalForm(request.POST or None, initial=initial, existing_workload=existing)
+    form = GoalForm(request.POST or None, initial=initial, existing_workload=existing, team=team)
     if request.method == "POST" and form.is_valid():
         saved = _save_goal(request, form, selection)
         if saved is not None:
@@ -115,6 +119,7 @@ def trace_upload(request: HttpRequest, selection_id: int) -> HttpResponse:
             name=upload.name,
             content=upload.read(),
             apply=form.cleaned_data["apply"],
+            replay=form.cleaned_data["replay"],
         )
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
@@ -126,9 +131,35 @@ def trace_upload(request: HttpRequest, selection_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def candidates_compute(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """Queue the computation; the candidate page shows its progress until it is done."""
     selection = selectors.selection_get(team=request.team, selection_id=selection_id)
-    services.candidates_compute(actor_user=request.user, selection=selection)
+    try:
+        services.candidates_request(actor_user=request.user, selection=selection)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("selections:detail", selection_id=selection.pk)
     return redirect("selections:candidates", selection_id=selection.pk)
+
+
+@login_required
+@require_GET
+def computation_status(request: HttpRequest, selection_id: int) -> JsonResponse:
+    """The small JSON the candidate page polls while the computation is queued or running."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    url = reverse("selections:status", kwargs={"selection_id": selection.pk})
+    return JsonResponse(selectors.computation_status(selection=selection, status_url=url))
+
+
+@login_required
+def selection_archive(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """Archiving asks first (GET shows what happens), then hides the selection (POST)."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    if request.method == "POST":
+        services.selection_archive(actor_user=request.user, selection=selection)
+        messages.success(request, f"{selection.title} archived.")
+        return redirect("selections:list")
+    context = {"selection": selection, "candidate_count": selection.candidates.count()}
+    return render(request, "selections/selection_archive.html", context)
 
 
 @login_required
@@ -158,6 +189,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
         "dropped_page": dropped_page,
         "groups": selectors.dropped_groups(selection=selection),
         "chart": charts.goodput_chart(curves) if curves else None,
+        "computing": selection.computation in (ComputeState.QUEUED, ComputeState.RUNNING),
         "rows": [(candidate, measured.get(candidate.pk, [])) for candidate in page.object_list],
         "query": query.urlencode(),
         "step": "candidates",
@@ -167,7 +199,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
 
 @login_required
 def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
-    """Step 3. Choose candidates for benchmarking; the plans themselves need the runner fleet."""
+    """Step 3. Choose candidates for benchmarking, then go on to create the plan."""
     selection = selectors.selection_get(team=request.team, selection_id=selection_id)
     kept = selectors.candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
     if request.method == "POST":
@@ -181,5 +213,11 @@ def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
         else:
             messages.success(request, f"{count} candidates chosen for the benchmark plan.")
             return redirect("selections:plan", selection_id=selection.pk)
-    context = {"selection": selection, "leaders": kept[:20], "step": "plan"}
+    leaders = kept[:20]
+    context = {
+        "selection": selection,
+        "leaders": leaders,
+        "chosen_count": sum(candidate.chosen for candidate in leaders),
+        "step": "plan",
+    }
     return render(request, "selections/plan.html", context)

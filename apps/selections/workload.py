@@ -118,6 +118,36 @@ class EmpiricalLength:
         return float(np.mean(self.values))
 
 
+def replay_rows(rows: int, n: int) -> np.ndarray:
+    """The trace row each of n replayed requests copies.
+
+    Every row once, then rows 1.. again: a repeat's first gap is the trace's first gap, so a
+    replayed length stays paired with the gap that preceded it in the trace.
+    """
+    if rows < 1:
+        raise ValueError("rows: a replay needs at least one row")
+    index = np.arange(n, dtype=np.int64)
+    if rows == 1:
+        return np.zeros(n, dtype=np.int64)
+    return np.where(index < rows, index, 1 + (index - 1) % (rows - 1))
+
+
+@dataclass(frozen=True)
+class ReplayedLength:
+    """A trace's own lengths in its order (request i takes row replay_rows(...)[i]).
+
+    Unlike EmpiricalLength it draws nothing: with a trace's arrivals it replays the trace.
+    """
+
+    values: tuple[int, ...]
+
+    def sample(self, rng: Rng, n: int) -> np.ndarray:
+        return np.asarray(self.values, dtype=np.int64)[replay_rows(len(self.values), n)]
+
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+
 def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistribution:
     """Build a length distribution from its dict form, e.g. {"kind": "fixed", "value": 512}."""
     if not isinstance(data, Mapping):
@@ -133,12 +163,15 @@ def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistri
         low, high = _bounds(data, where)
         median = _number(data, "median", where, minimum=1)
         return LognormalLength(median, _number(data, "sigma", where), low, high)
-    if kind == "empirical":
+    if kind in ("empirical", "replay"):
         values = _numbers(data, "values", where)
         if min(values) < 1:
             raise ValueError(f"{where}.values: lengths must be >= 1")
-        return EmpiricalLength(tuple(round(v) for v in values))
-    raise ValueError(f"{where}.kind: must be fixed, normal, lognormal or empirical, got {kind!r}")
+        lengths = tuple(round(v) for v in values)
+        return EmpiricalLength(lengths) if kind == "empirical" else ReplayedLength(lengths)
+    raise ValueError(
+        f"{where}.kind: must be fixed, normal, lognormal, empirical or replay, got {kind!r}"
+    )
 
 
 # ---------------------------------------------------------------- arrivals
@@ -165,8 +198,9 @@ class OpenLoopArrivals:
             return rng.gamma(self.burstiness, 1.0 / self.burstiness, n)
         if self.process == "constant":
             return np.ones(n)
-        gaps = np.asarray(self.trace_gaps) * self.rate_rps
-        return np.resize(gaps, n)
+        # Cycling the gaps replays rows 0.., then 1.. again: the order of `replay_rows`.
+        gaps = np.asarray(self.trace_gaps)
+        return np.resize(gaps / gaps.mean(), n)
 
     def arrival_times(self, rng: Rng, n: int, rate_rps: float | None = None) -> np.ndarray:
         rate = self.rate_rps if rate_rps is None else rate_rps
@@ -191,7 +225,8 @@ def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalPro
     """Build an arrival process from its dict form, e.g. {"process": "poisson", "rate_rps": 5}.
 
     A trace replays its timestamps' gaps (cycled when more requests are asked for); its nominal
-    rate is the trace's mean rate, so a different rate compresses or stretches the trace.
+    rate is the trace's mean rate times `speedup` (default 1), and any other rate compresses or
+    stretches the trace the same way.
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: must be an object")
@@ -211,7 +246,8 @@ def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalPro
         gaps = np.diff(np.asarray(stamps))
         if len(stamps) < 2 or np.any(gaps < 0) or stamps[-1] == stamps[0]:
             raise ValueError(f"{where}.timestamps: need 2+ non-decreasing times spanning > 0 s")
-        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        speedup = _positive(data, "speedup", where) if "speedup" in data else 1.0
+        rate = speedup * (len(stamps) - 1) / (stamps[-1] - stamps[0])
         return OpenLoopArrivals(process, rate, trace_gaps=tuple(float(g) for g in gaps))
     raise ValueError(
         f"{where}.process: must be poisson, gamma, constant or trace (or give concurrency), "
@@ -253,6 +289,10 @@ class Workload:
             raise ValueError("prefix_tokens: must be positive when prefix_share > 0")
         if self.prefix_groups < 1:
             raise ValueError("prefix_groups: must be at least 1")
+        gaps = len(self.arrival.trace_gaps) if isinstance(self.arrival, OpenLoopArrivals) else 0
+        for name, length in (("isl", self.input_length), ("osl", self.output_length)):
+            if isinstance(length, ReplayedLength) and gaps and len(length.values) != gaps + 1:
+                raise ValueError(f"{name}.values: a replay needs one length per trace timestamp")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Workload:
@@ -350,13 +390,22 @@ class TraceSummary:
     output_lengths: tuple[int, ...] = field(repr=False)
     timestamps: tuple[float, ...] = field(repr=False)
 
+    def replay_document(self, speedup: float = 1.0) -> dict[str, Any]:
+        """The workload keys that replay this trace: its timestamps, and each request's own
+        lengths in timestamp order."""
+        return {
+            "isl": {"kind": "replay", "values": list(self.input_lengths)},
+            "osl": {"kind": "replay", "values": list(self.output_lengths)},
+            "arrival": {
+                "process": "trace",
+                "timestamps": list(self.timestamps),
+                "speedup": speedup,
+            },
+        }
+
     def to_workload(self) -> Workload:
-        """A replay workload: empirical lengths and the trace's own arrival gaps."""
-        return Workload(
-            input_length=EmpiricalLength(self.input_lengths),
-            output_length=EmpiricalLength(self.output_lengths),
-            arrival=parse_arrival({"process": "trace", "timestamps": list(self.timestamps)}),
-        )
+        """A replay workload: the trace's own arrival gaps and lengths, request by request."""
+        return Workload.from_dict(self.replay_document())
 
 
 _TRACE_COLUMNS = ("timestamp", "input_tokens", "output_tokens", "prefix_id")

@@ -14,7 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 import stackselect_runner
@@ -37,6 +37,7 @@ from stackselect_runner.harness import (
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
 from stackselect_runner.reporting import Reporter
+from stackselect_runner.search import RateSearch, SearchSpec, attainment
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
 
@@ -72,14 +73,34 @@ def clip_reason(reason: str) -> str:
     return f"{reason[:head]}\n…\n{reason[-(MAX_REASON_CHARS - head - 3) :]}"
 
 
+def _fixed_load_points(spec: Mapping[str, Any]) -> tuple[LoadPoint, ...]:
+    raw_points = spec.get("load_points")
+    if not isinstance(raw_points, list) or not raw_points:
+        raise ValueError("load_points must be a non-empty list")
+    return tuple(
+        LoadPoint.from_dict({"index": position, **point})
+        for position, point in enumerate(raw_points)
+    )
+
+
+def _first_requests(harness: HarnessSpec, count: int) -> HarnessSpec:
+    """A search probe sends the first `count` requests of the schedule, in arrival order."""
+    ordered = sorted(harness.requests, key=lambda request: (request.arrival_s, request.index))
+    return replace(harness, requests=tuple(ordered[:count]))
+
+
 @dataclass(frozen=True, slots=True)
 class JobPlan:
-    """The parsed job spec: what to launch and which load points to measure on it."""
+    """The parsed job spec: what to launch, and the load points or the rate search to run.
+
+    With a `search`, the spec's load points are not measured: the search picks each probe.
+    """
 
     adapter_slug: str
     launch: LaunchSpec
     harness: HarnessSpec
     load_points: tuple[LoadPoint, ...]
+    search: SearchSpec | None = None
 
     @classmethod
     def from_spec(
@@ -101,18 +122,16 @@ class JobPlan:
             log_path=settings.resolved_work_dir / f"attempt-{attempt_id}" / "engine.log",
             options=dict(options),
         )
-        raw_points = spec.get("load_points")
-        if not isinstance(raw_points, list) or not raw_points:
-            raise ValueError("load_points must be a non-empty list")
-        points = tuple(
-            LoadPoint.from_dict({"index": position, **point})
-            for position, point in enumerate(raw_points)
-        )
+        harness = HarnessSpec.from_job_spec(spec, launch.base_url)
+        if spec.get("search") is None:
+            return cls(str(engine["adapter"]), launch, harness, _fixed_load_points(spec))
+        search = SearchSpec.from_dict(spec["search"])
         return cls(
             adapter_slug=str(engine["adapter"]),
             launch=launch,
-            harness=HarnessSpec.from_job_spec(spec, launch.base_url),
-            load_points=points,
+            harness=_first_requests(harness, search.requests_per_probe),
+            load_points=(),
+            search=search,
         )
 
     def effective_config(self) -> dict[str, Any]:
@@ -231,8 +250,13 @@ class AttemptRun:
             self._check_cancel()
             engine = {
                 "version": process.adapter.version(self.plan.launch),
-                "effective_config": self.plan.effective_config(),
+                "effective_config": {
+                    **self.plan.effective_config(),
+                    **process.adapter.effective_config(self.plan.launch),
+                },
             }
+            if self.plan.search is not None:
+                return self._search(self.plan.search, process, engine)
             for point in self.plan.load_points:
                 self._check_cancel()
                 result = self._measure(point, engine)
@@ -241,6 +265,28 @@ class AttemptRun:
             return Outcome.SUCCEEDED, f"measured {measured} load point(s)"
         finally:
             process.stop(grace_s=self.runner.settings.engine_stop_grace_s)
+
+    def _search(
+        self, search: SearchSpec, process: EngineProcess, engine: Mapping[str, Any]
+    ) -> tuple[Outcome, str]:
+        """Probe the rates the search asks for; each probe is uploaded as load point `index`."""
+        state = RateSearch(search)
+        while (rate := state.next_rate()) is not None:
+            self._check_cancel()
+            point = LoadPoint(rate_rps=rate, index=len(state.probes))
+            result = self._measure(point, engine)
+            self._check_load_point(point, result, process)
+            measured = attainment(result.records, search.slo)
+            if measured is None:
+                raise JobFailed(
+                    f"{point.label()}: SLO attainment is undefined: no completed request "
+                    "measured every targeted latency"
+                )
+            probe = state.record(rate, measured)
+            print(probe.describe(), file=self.runner.terminal, flush=True)
+            done = len(result.records)
+            self.reporter.update(point.index, done, done, probe.describe())
+        return Outcome.SUCCEEDED, state.result().describe()
 
 
 class JobRunner:

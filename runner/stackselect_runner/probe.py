@@ -38,13 +38,15 @@ ROCM_QUERY = [
     "--json",
 ]
 ROCM_VERSION_FILE = "/opt/rocm/.info/version"
-# Engines installed as Python distributions: probe key -> distribution name.
+ROCM_TOPOLOGY = ["rocm-smi", "--showtopo"]
+# Engines installed as Python distributions: probe key (the engine adapter's slug, which is the
+# catalog's engine slug) -> distribution name.
 PYTHON_ENGINES = {
     "vllm": "vllm",
     "sglang": "sglang",
-    "tensorrt_llm": "tensorrt_llm",
+    "tensorrt-llm": "tensorrt_llm",
     "lmdeploy": "lmdeploy",
-    "llama_cpp_python": "llama_cpp_python",
+    "llama-cpp-python": "llama_cpp_python",
 }
 # `nvidia-smi topo -m` link kinds between two GPUs; NV<n> is n bonded NVLinks.
 PCIE_LINKS = frozenset({"SYS", "NODE", "PHB", "PXB", "PIX"})
@@ -126,6 +128,24 @@ def parse_nvidia_topology(text: str) -> str | None:
     return None
 
 
+def parse_rocm_topology(text: str) -> str | None:
+    """`xgmi` or `pcie` from the "Link Type between two GPUs" table of `rocm-smi --showtopo`."""
+    section = re.search(r"Link Type between two GPUs[^\n]*\n(.*?)(?:\n\s*\n|\n=|$)", text, re.S)
+    if section is None:
+        return None
+    links = {
+        cell.upper()
+        for line in section.group(1).splitlines()
+        if re.match(r"\s*GPU\d+\s", line)
+        for cell in line.split()[1:]
+    }
+    if "XGMI" in links:
+        return "xgmi"
+    if "PCIE" in links:
+        return "pcie"
+    return None
+
+
 def parse_rocm_smi_json(text: str) -> tuple[list[Gpu], str | None]:
     """`rocm-smi ... --json`: one `cardN` object per GPU and a `system` object."""
     try:
@@ -193,13 +213,14 @@ def _accelerator_fields(
     cuda: str | None = None,
     rocm: str | None = None,
     topology: str | None = None,
+    interconnect: str | None = None,
 ) -> dict[str, Any]:
     return {
         "gpus": gpus,
         "driver_version": driver,
         "cuda_version": cuda,
         "rocm_version": rocm,
-        "interconnect": parse_nvidia_topology(topology) if topology else None,
+        "interconnect": interconnect,
         "topology": topology,
     }
 
@@ -213,7 +234,10 @@ def _nvidia(sources: ProbeSources) -> dict[str, Any] | None:
     if cuda is None:
         cuda = parse_nvcc_version(sources.run(["nvcc", "--version"]) or "")
     topology = sources.run(["nvidia-smi", "topo", "-m"]) if len(gpus) > 1 else None
-    return _accelerator_fields(gpus, driver, cuda=cuda, topology=topology)
+    interconnect = parse_nvidia_topology(topology) if topology else None
+    return _accelerator_fields(
+        gpus, driver, cuda=cuda, topology=topology, interconnect=interconnect
+    )
 
 
 def _rocm(sources: ProbeSources) -> dict[str, Any] | None:
@@ -222,7 +246,11 @@ def _rocm(sources: ProbeSources) -> dict[str, Any] | None:
         return None
     gpus, driver = parse_rocm_smi_json(listing)
     version = (sources.read_text(ROCM_VERSION_FILE) or "").strip() or None
-    return _accelerator_fields(gpus, driver, rocm=version)
+    topology = sources.run(ROCM_TOPOLOGY) if len(gpus) > 1 else None
+    interconnect = parse_rocm_topology(topology) if topology else None
+    return _accelerator_fields(
+        gpus, driver, rocm=version, topology=topology, interconnect=interconnect
+    )
 
 
 def installed_engines(sources: ProbeSources) -> dict[str, str]:
@@ -233,7 +261,7 @@ def installed_engines(sources: ProbeSources) -> dict[str, str]:
         if version:
             engines[name] = version
     command_engines = (
-        ("llama_cpp", ["llama-server", "--version"], parse_llama_server_version),
+        ("llama-cpp", ["llama-server", "--version"], parse_llama_server_version),
         ("tgi", ["text-generation-launcher", "--version"], parse_tgi_version),
     )
     for name, argv, parse in command_engines:
@@ -241,6 +269,9 @@ def installed_engines(sources: ProbeSources) -> dict[str, str]:
         version = parse(output) if output else None
         if version:
             engines[name] = version
+    # The llama-cpp adapter also runs through llama-cpp-python when llama-server is absent.
+    if "llama-cpp" not in engines and "llama-cpp-python" in engines:
+        engines["llama-cpp"] = f"llama-cpp-python {engines['llama-cpp-python']}"
     return engines
 
 

@@ -1,14 +1,18 @@
 import pytest
 
+from apps.selections import services
+from apps.selections.tasks import compute_candidates
 from tests.browser.conftest import log_in, screenshot
 from tests.selections.catalog_fixture import load_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-
-def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice):
+def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice, monkeypatch):
     load_catalog()
+    # No Celery worker here: the test plays it once the page shows the queued computation.
+    sent = []
+    monkeypatch.setattr(services.celery_app, "send_task", lambda name, **kw: sent.append(kw))
 
     log_in(page, "alice")
     page.click("nav.mainnav >> text=Selections")
@@ -30,7 +34,9 @@ def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice):
     assert "Support bot" in page.locator("h1").inner_text()
     page.click("#compute-candidates")
 
-    page.wait_for_selector("table.candidates.kept")
+    page.wait_for_selector("#computation[data-computation='queued'] progress")
+    assert compute_candidates(**sent[0]["kwargs"]) == "done"
+    page.wait_for_selector("table.candidates.kept")  # the poller reloads the page when done
     assert page.locator("table.candidates.kept > tbody > tr").count() > 0
     page.wait_for_selector("#chart-goodput .main-svg")
     assert page.locator("table.groups tr[data-code='not_a_serving_engine']").count() == 1

@@ -14,6 +14,7 @@ from apps.selections.estimator import (
     max_concurrency_at_tpot,
 )
 from apps.selections.models import Selection
+from apps.selections.tasks import compute_candidates
 from tests.selections.helpers import create_selection
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +100,8 @@ def test_the_candidate_list_returns_kept_and_dropped_stacks_in_the_documented_sh
 ):
     goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=2)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
-    assert _post(alice_client, f"{URL}{selection.pk}/candidates/compute/", {}).status_code == 200
+    assert _post(alice_client, f"{URL}{selection.pk}/candidates/compute/", {}).status_code == 202
+    compute_candidates(selection.pk)  # what the Celery worker runs after the commit
 
     body = alice_client.get(f"{URL}{selection.pk}/candidates/?page_size=5").json()
 
@@ -230,3 +232,7 @@ def test_the_schema_documents_the_selection_endpoints(alice_client):
     assert "/api/v1/selections/{id}/candidates/" in schema["paths"]
     assert "/api/v1/estimate/" in schema["paths"]
     assert "KeptCandidate" in schema["components"]["schemas"]
+    compute = schema["paths"]["/api/v1/selections/{id}/candidates/compute/"]["post"]
+    assert list(compute["responses"]) == ["202"]
+    assert "/api/v1/selections/{id}/candidates/status/" in schema["paths"]
+    assert "custom_model" in schema["components"]["schemas"]["Workload"]["properties"]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from apps.audit.models import AuditEvent
 from apps.selections import services
 from apps.selections.models import Selection
+from apps.selections.tasks import compute_candidates
 from tests.selections.helpers import create_selection
 from tests.selections.test_traces import CSV
 
@@ -84,6 +88,7 @@ def test_the_candidate_page_lists_ranked_stacks_reasons_and_the_goodput_chart(
     goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=1)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
     alice_client.post(f"/selections/{selection.pk}/candidates/compute/")
+    compute_candidates(selection.pk)  # what the Celery worker runs after the commit
 
     page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
 
@@ -115,3 +120,70 @@ def test_charlie_gets_404_on_every_page_of_alices_selection(
     file = SimpleUploadedFile("day.csv", CSV.encode())
     response = charlie_client.post(f"/selections/{selection.pk}/traces/", {"file": file})
     assert response.status_code == 404
+
+
+def test_the_list_pages_its_selections_25_at_a_time(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    for number in range(26):
+        create_selection(user=alice, team=acme, payload={**goal_payload, "title": f"Goal {number}"})
+
+    first = alice_client.get("/selections/")
+    second = alice_client.get("/selections/?page=2")
+
+    assert len(first.context["page"].object_list) == 25
+    assert [s.title for s in second.context["page"].object_list] == ["Goal 0"]
+    assert "Page 2 of 2 (26 in all)" in second.content.decode()
+
+
+def test_archiving_asks_first_then_hides_the_selection_from_the_list(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    url = f"/selections/{selection.pk}/archive/"
+
+    confirmation = alice_client.get(url).content.decode()
+    selection.refresh_from_db()
+    assert 'id="confirm-archive"' in confirmation and selection.state == "draft"
+
+    assert alice_client.post(url).status_code == 302
+    selection.refresh_from_db()
+    assert selection.state == "archived"
+    live = alice_client.get("/selections/").context["page"].object_list
+    archived = alice_client.get("/selections/?archived=1").context["page"].object_list
+    assert list(live) == [] and list(archived) == [selection]
+    assert AuditEvent.objects.filter(action="selection.archive").count() == 1
+
+
+def test_charlie_cannot_archive_alices_selection(
+    catalog, alice, acme, charlie_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+
+    assert charlie_client.post(f"/selections/{selection.pk}/archive/").status_code == 404
+    selection.refresh_from_db()
+    assert selection.state == "draft"
+
+
+def test_dropped_groups_show_each_codes_count_and_up_to_three_examples(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    counts = Counter(
+        reason["code"]
+        for candidate in selection.candidates.filter(outcome="dropped")
+        for reason in candidate.reasons
+    )
+
+    response = alice_client.get(f"/selections/{selection.pk}/candidates/")
+
+    groups = response.context["groups"]
+    assert {group.code: group.count for group in groups} == counts
+    assert max(counts.values()) > 3
+    assert all(len(group.examples) == min(3, group.count) for group in groups)
+    page = response.content.decode()
+    for group in groups:
+        row = page.split(f'<tr data-code="{group.code}">')[1].split("</tr>")[0]
+        assert f"<td>{group.count}</td>" in row

@@ -174,3 +174,54 @@ def test_a_trace_row_with_a_bad_field_is_named_in_the_error():
         trace_summary([(0, 10, 5), (1, 10, 0)])
     with pytest.raises(ValueError, match="at least two"):
         trace_summary([(0, 10, 5)])
+
+
+REPLAY = {
+    "isl": {"kind": "replay", "values": [10, 20, 30, 40]},
+    "osl": {"kind": "replay", "values": [1, 2, 3, 4]},
+    "arrival": {"process": "trace", "timestamps": [10.0, 11.0, 13.0, 13.5]},
+}
+
+
+def test_a_replayed_trace_pairs_each_request_with_its_own_row_and_cycles_from_row_one():
+    requests = generate_requests(Workload.from_dict(REPLAY), 7, 3)
+
+    # Rows 0..3, then 1..3 again: the repeat starts with the trace's first gap (1 s after row 0).
+    assert [r.arrival_s for r in requests] == pytest.approx([0, 1, 3, 3.5, 4.5, 6.5, 7.0])
+    assert [r.input_tokens for r in requests] == [10, 20, 30, 40, 20, 30, 40]
+    assert [r.output_tokens for r in requests] == [1, 2, 3, 4, 2, 3, 4]
+
+
+def test_a_replay_speedup_raises_the_nominal_rate_and_shrinks_the_gaps():
+    fast = {**REPLAY, "arrival": {**REPLAY["arrival"], "speedup": 2}}
+
+    workload_ = Workload.from_dict(fast)
+
+    assert workload_.arrival.rate_rps == pytest.approx(2 * 3 / 3.5)
+    replay = generate_requests(workload_, 4, 0)
+    assert [r.arrival_s for r in replay] == pytest.approx([0, 0.5, 1.5, 1.75])
+
+
+def test_a_unit_rate_replay_keeps_the_traces_order_and_lengths_for_a_benchmark_schedule():
+    schedule = generate_requests(Workload.from_dict(REPLAY), 4, 0, rate_rps=1.0)
+
+    # Mean gap 3.5 / 3 s scaled to 1 s: each gap times 3 / 3.5.
+    assert [r.arrival_s for r in schedule] == pytest.approx([0, 3 / 3.5, 9 / 3.5, 10.5 / 3.5])
+    assert [r.input_tokens for r in schedule] == [10, 20, 30, 40]
+
+
+def test_a_replay_needs_one_length_per_timestamp_and_a_positive_speedup():
+    with pytest.raises(ValueError, match=r"isl\.values"):
+        Workload.from_dict({**REPLAY, "isl": {"kind": "replay", "values": [10, 20]}})
+    with pytest.raises(ValueError, match=r"arrival\.speedup"):
+        parse_arrival({**REPLAY["arrival"], "speedup": 0})
+
+
+def test_a_trace_summary_gives_the_replay_document_of_its_rows():
+    summary = trace_summary([(5.0, 50, 9), (0.0, 10, 5), (2.0, 30, 7)])
+
+    document = summary.replay_document(speedup=1.5)
+
+    assert document["isl"] == {"kind": "replay", "values": [10, 30, 50]}
+    assert document["osl"]["values"] == [5, 7, 9]
+    assert document["arrival"] == {"process": "trace", "timestamps": [0, 2, 5], "speedup": 1.5}

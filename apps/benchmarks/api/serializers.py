@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.benchmarks.choices import PlanMode
-from apps.benchmarks.identity import MAX_REQUEST_COUNT
+from apps.benchmarks.identity import DEFAULT_MAX_PROBES, MAX_LOAD_POINTS, MAX_REQUEST_COUNT
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 
 
@@ -88,3 +88,6 @@ class PlanCreateIn(serializers.Serializer):
     max_attempts = serializers.IntegerField(min_value=1, max_value=10, default=3)
     request_timeout_s = serializers.FloatField(min_value=1, default=120.0)
     endpoint = serializers.ChoiceField(choices=["completions", "chat"], default="completions")
+    max_probes = serializers.IntegerField(
+        min_value=1, max_value=MAX_LOAD_POINTS, default=DEFAULT_MAX_PROBES
+    )

@@ -10,9 +10,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.catalog.choices import Maturity
+from apps.catalog.choices import AttentionKind, Maturity
 from apps.catalog.models import Accelerator, Feature, ModelSpec
-from apps.selections.choices import OperationalNeed
+from apps.selections import selectors
+from apps.selections.catalog_adapter import custom_model_spec, model_arch
+from apps.selections.choices import ComputeState, OperationalNeed
 from apps.selections.models import Selection
 from apps.selections.precision import KV_DTYPE_BYTES, PRECISIONS
 from apps.selections.workload import parse_length
@@ -20,7 +22,7 @@ from apps.selections.workload import parse_length
 PRECISION_WORDS = tuple(PRECISIONS)
 KV_DTYPES = tuple(KV_DTYPE_BYTES)
 LENGTH_KINDS = ("fixed", "normal", "lognormal", "empirical")
-ARRIVAL_PROCESSES = ("poisson", "gamma", "constant")
+ARRIVAL_PROCESSES = ("poisson", "gamma", "constant", "trace")
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
 
@@ -70,9 +72,14 @@ class LengthSerializer(serializers.Serializer):
         try:
             parse_length(attrs, "length")
         except ValueError as error:
-            field, _, message = str(error).partition(": ")
-            raise serializers.ValidationError({field.split(".")[-1]: message}) from error
+            raise _field_error(error) from error
         return attrs
+
+
+def _field_error(error: ValueError) -> serializers.ValidationError:
+    """A core's "where.field: message" ValueError as a 400 on that field."""
+    field, _, message = str(error).partition(": ")
+    return serializers.ValidationError({field.split(".")[-1]: message or field})
 
 
 class ArrivalSerializer(serializers.Serializer):
@@ -85,8 +92,21 @@ class ArrivalSerializer(serializers.Serializer):
         help_text="Gamma shape k of the gaps: 1 is Poisson, below 1 burstier.",
     )
     peak_factor = serializers.FloatField(min_value=1, max_value=100, required=False)
+    trace = serializers.IntegerField(
+        min_value=1, required=False, help_text="Id of a trace of your team, for process trace."
+    )
+    speedup = serializers.FloatField(
+        min_value=0.001,
+        max_value=1000,
+        required=False,
+        help_text="Trace replay only: 2 replays the trace twice as fast (default 1).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("process") == "trace":
+            return self._trace_replay(attrs)
+        if "trace" in attrs or "speedup" in attrs:
+            raise serializers.ValidationError({"trace": "Only a trace process replays a trace."})
         has_rate, has_concurrency = "rate_rps" in attrs, "concurrency" in attrs
         if has_rate == has_concurrency:
             message = "Give exactly one of rate_rps (open loop) and concurrency (closed loop)."
@@ -97,9 +117,67 @@ class ArrivalSerializer(serializers.Serializer):
             raise serializers.ValidationError({"burstiness": "A gamma process needs it."})
         return attrs
 
+    def _trace_replay(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The trace sets the rate (times speedup), and it must be one of the team's traces."""
+        if "rate_rps" in attrs or "concurrency" in attrs:
+            message = "A replayed trace sets its own rate: use speedup to scale it."
+            raise serializers.ValidationError({"rate_rps": message})
+        if "trace" not in attrs:
+            raise serializers.ValidationError({"trace": "A trace process needs a trace id."})
+        team = self.context.get("team")
+        if selectors.team_trace(team=team, trace_id=attrs["trace"]) is None:
+            message = f"Your team has no trace {attrs['trace']}."
+            raise serializers.ValidationError({"trace": message})
+        return {**attrs, "speedup": attrs.get("speedup", 1.0)}
+
+
+class CustomModelSerializer(serializers.Serializer):
+    """An architecture the catalog lacks, with the estimator's field names (DOMAIN.md 3)."""
+
+    name = serializers.CharField(max_length=120)
+    architecture = CatalogSlugField(
+        model=Feature,
+        slug_field="key",
+        help_text="The arch_* feature key engines must support, e.g. arch_llama.",
+    )
+    checkpoint = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    native_dtype = serializers.ChoiceField(choices=("bf16", "fp16"), required=False)
+    params_total_b = serializers.FloatField(min_value=0.001, max_value=10_000)
+    params_active_b = serializers.FloatField(min_value=0.001, max_value=10_000)
+    layers = serializers.IntegerField(min_value=1, max_value=1000)
+    hidden_size = serializers.IntegerField(min_value=1)
+    attention_heads = serializers.IntegerField(min_value=1)
+    kv_heads = serializers.IntegerField(min_value=1)
+    head_dim = serializers.IntegerField(min_value=1)
+    attention_kind = serializers.ChoiceField(choices=AttentionKind.choices)
+    sliding_window = serializers.IntegerField(min_value=1, required=False)
+    sliding_window_layers = serializers.IntegerField(min_value=1, required=False)
+    kv_lora_rank = serializers.IntegerField(min_value=1, required=False)
+    qk_rope_head_dim = serializers.IntegerField(min_value=1, required=False)
+    experts_total = serializers.IntegerField(min_value=0, required=False)
+    experts_active = serializers.IntegerField(min_value=0, required=False)
+    max_context = serializers.IntegerField(min_value=1, required=False)
+    vocab_size = serializers.IntegerField(min_value=1, required=False)
+
+    def validate_architecture(self, value: str) -> str:
+        if not value.startswith("arch_"):
+            raise serializers.ValidationError("Name an arch_* feature, e.g. arch_llama.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The estimator's own checks (kv_heads divides the heads, MLA ranks, ...)."""
+        try:
+            model_arch(custom_model_spec(attrs))
+        except ValueError as error:
+            raise _field_error(error) from error
+        return attrs
+
 
 class WorkloadSerializer(serializers.Serializer):
-    model = CatalogSlugField(model=ModelSpec)
+    model = CatalogSlugField(
+        model=ModelSpec, required=False, help_text="Catalog slug; or give custom_model instead."
+    )
+    custom_model = CustomModelSerializer(required=False)
     precision = PrecisionListField()
     kv_dtype = serializers.ChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
     isl = LengthSerializer()
@@ -112,6 +190,9 @@ class WorkloadSerializer(serializers.Serializer):
     max_context = serializers.IntegerField(min_value=1, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("model" in attrs) == ("custom_model" in attrs):
+            message = "Name a catalog model or describe a custom_model, not both."
+            raise serializers.ValidationError({"model": message})
         if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
             message = "A shared prefix needs its length when prefix_share is above 0."
             raise serializers.ValidationError({"prefix_tokens": message})
@@ -285,3 +366,19 @@ class TraceUploadSerializer(serializers.Serializer):
     apply = serializers.BooleanField(
         default=True, help_text="Use the trace's lengths and arrival in the selection's workload."
     )
+    replay = serializers.BooleanField(
+        default=False,
+        help_text="With apply: replay the trace request by request instead of a gamma process "
+        "fitted to its rate and burstiness.",
+    )
+
+
+class ComputationSerializer(serializers.Serializer):
+    """Where candidate computation stands; `status_url` is polled until done or failed."""
+
+    state = serializers.CharField()
+    computation = serializers.ChoiceField(choices=ComputeState.choices)
+    error = serializers.CharField(allow_blank=True)
+    kept_count = serializers.IntegerField(allow_null=True)
+    dropped_count = serializers.IntegerField(allow_null=True)
+    status_url = serializers.CharField()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -16,6 +19,7 @@ from apps.selections import selectors, services
 from apps.selections.api.serializers import (
     CandidateChoiceSerializer,
     CandidateListSerializer,
+    ComputationSerializer,
     EstimateInputSerializer,
     EstimateOutputSerializer,
     SelectionInputSerializer,
@@ -25,6 +29,7 @@ from apps.selections.api.serializers import (
 )
 from apps.selections.choices import CandidateOutcome
 from apps.selections.estimate import stateless_estimate
+from apps.selections.models import Selection
 
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100
@@ -69,9 +74,15 @@ class SelectionViewSet(
             team=request_team(self.request), selection_id=self.kwargs["pk"]
         )
 
+    def _input(self, request: Request) -> SelectionInputSerializer:
+        """The goal document, validated with the team that owns any trace it replays."""
+        data = SelectionInputSerializer(data=request.data, context={"team": request_team(request)})
+        data.is_valid(raise_exception=True)
+        return data
+
     @extend_schema(request=SelectionInputSerializer, responses={201: SelectionSerializer})
     def create(self, request: Request) -> Response:
-        data = SelectionInputSerializer(data=request.data)
+        data = self._input(request)
         data.is_valid(raise_exception=True)
         selection = services.selection_create(
             actor_user=request.user, team=request_team(request), data=data.validated_data
@@ -81,8 +92,7 @@ class SelectionViewSet(
     @extend_schema(request=SelectionInputSerializer, responses={200: SelectionSerializer})
     def update(self, request: Request, pk: str) -> Response:
         selection = self.get_object()
-        data = SelectionInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = self._input(request)
         selection = services.selection_update(
             actor_user=request.user, selection=selection, data=data.validated_data
         )
@@ -114,14 +124,28 @@ class SelectionViewSet(
         }
         return Response(CandidateListSerializer(body).data)
 
-    @extend_schema(request=None, responses={200: SelectionSerializer})
+    @extend_schema(request=None, responses={202: ComputationSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/compute")
     def compute(self, request: Request, pk: str) -> Response:
-        """(Re)compute the candidates of the selection's current goal."""
-        selection = services.candidates_compute(
+        """Queue the (re)computation of the candidates of the selection's current goal.
+
+        Answers 202 at once; poll `status_url` until `computation` is done (then read the
+        candidates) or failed (then `error` says why)."""
+        selection = services.candidates_request(
             actor_user=request.user, selection=self.get_object()
         )
-        return Response(SelectionSerializer(selection).data)
+        return Response(self._status(selection), status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={200: ComputationSerializer})
+    @action(detail=True, methods=["get"], url_path="candidates/status", url_name="status")
+    def computation(self, request: Request, pk: str) -> Response:
+        """Where the candidate computation stands: queued, running, done or failed."""
+        return Response(self._status(self.get_object()))
+
+    def _status(self, selection: Selection) -> dict[str, Any]:
+        url = reverse("selection-status", kwargs={"pk": selection.pk})
+        body = selectors.computation_status(selection=selection, status_url=url)
+        return ComputationSerializer(body).data
 
     @extend_schema(request=CandidateChoiceSerializer, responses={200: CandidateChoiceSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/choose")
@@ -148,6 +172,7 @@ class SelectionViewSet(
             name=upload.name,
             content=upload.read(),
             apply=data.validated_data["apply"],
+            replay=data.validated_data["replay"],
         )
         return Response(TraceSerializer(trace).data, status=status.HTTP_201_CREATED)
 

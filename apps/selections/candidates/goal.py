@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apps.catalog.models import ModelSpec
-from apps.selections.catalog_adapter import SIXTEEN_BIT, default_kv_dtype, model_arch
+from apps.selections.catalog_adapter import (
+    SIXTEEN_BIT,
+    custom_model_spec,
+    default_kv_dtype,
+    model_arch,
+)
 from apps.selections.estimator import ModelArch
 from apps.selections.simulator import SLO
 from apps.selections.workload import OpenLoopArrivals, Workload
@@ -22,7 +27,7 @@ class Goal:
 
     `workload` is always open loop: a closed-loop goal (a fixed concurrency) is searched as a
     Poisson process, since goodput is a rate. Lengths for the estimator are the distributions'
-    means, rounded up.
+    means, rounded up. A custom architecture arrives as an unsaved ModelSpec.
     """
 
     model: ModelSpec
@@ -51,35 +56,40 @@ class Goal:
         return self.kv_dtype_or_default in SIXTEEN_BIT
 
 
-def _open_loop(workload: Workload) -> Workload:
+def open_loop_workload(workload: Workload) -> Workload:
+    """The workload with an open-loop arrival, so a rate (a search step, a load point) applies.
+
+    A closed-loop goal keeps its lengths and prefixes; its arrivals are drawn as Poisson.
+    """
     if isinstance(workload.arrival, OpenLoopArrivals):
         return workload
-    return Workload(
-        input_length=workload.input_length,
-        output_length=workload.output_length,
-        arrival=OpenLoopArrivals("poisson", 1.0),
-        prefix_share=workload.prefix_share,
-        prefix_tokens=workload.prefix_tokens,
-    )
+    return replace(workload, arrival=OpenLoopArrivals("poisson", 1.0))
 
 
 def goal_from_documents(
     *,
-    model: ModelSpec,
+    model: ModelSpec | None,
     workload: Mapping[str, Any],
     slo: Mapping[str, Any],
     constraints: Mapping[str, Any],
 ) -> Goal:
-    """Build a Goal from a selection's validated JSON documents (see api/serializers.py)."""
+    """Build a Goal from a selection's validated JSON documents (see api/serializers.py).
+
+    `workload` must already have its trace reference resolved (replay.resolved_workload); with
+    no catalog `model`, the workload's `custom_model` describes it.
+    """
     parsed = Workload.from_dict(workload)
     arrival = workload["arrival"]
     precisions = workload["precision"]
+    if model is None:
+        model = custom_model_spec(workload.get("custom_model") or {})
+    open_loop = isinstance(parsed.arrival, OpenLoopArrivals)
     return Goal(
         model=model,
         arch=model_arch(model),
         precisions=tuple([precisions] if isinstance(precisions, str) else precisions),
         kv_dtype=workload.get("kv_dtype") or None,
-        workload=_open_loop(parsed),
+        workload=open_loop_workload(parsed),
         slo=SLO(
             ttft_ms=slo.get("ttft_ms"),
             tpot_ms=slo.get("tpot_ms"),
@@ -90,7 +100,7 @@ def goal_from_documents(
         isl=math.ceil(parsed.input_length.mean()),
         osl=math.ceil(parsed.output_length.mean()),
         max_context=workload.get("max_context"),
-        target_rate_rps=arrival.get("rate_rps"),
+        target_rate_rps=parsed.arrival.rate_rps if open_loop else None,
         peak_factor=arrival.get("peak_factor") or 1.0,
         accelerators=tuple(constraints.get("accelerators") or ()),
         max_gpus=constraints.get("max_gpus") or DEFAULT_MAX_GPUS,

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,9 @@ from typing import Any, ClassVar, TextIO
 
 READINESS_POLL_S = 0.1
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+# CPUs the engine is pinned to ("1" or "2-3,6"); the harness keeps the others, so on a small
+# host the load generator never starves the engine it measures.
+ENGINE_CPUS_ENV = "STACKSELECT_RUNNER_ENGINE_CPUS"
 PROBE_TIMEOUT_S = 2.0
 LOG_TAIL_CHARS = 2000
 
@@ -67,12 +70,44 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
-def _http_get(url: str) -> tuple[int, bytes] | None:
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """`"0,2-3"` -> {0, 2, 3}; a malformed list is a ValueError naming the variable."""
+    cpus: set[int] = set()
+    try:
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise ValueError(f"{ENGINE_CPUS_ENV}: not a CPU list: {text!r}") from None
+    if not cpus:
+        raise ValueError(f"{ENGINE_CPUS_ENV}: empty CPU list")
+    return frozenset(cpus)
+
+
+def engine_cpus(environ: Mapping[str, str] = os.environ) -> frozenset[int] | None:
+    """The CPUs engines are pinned to, or None when the runner does not pin them."""
+    text = environ.get(ENGINE_CPUS_ENV, "").strip()
+    return parse_cpu_list(text) if text else None
+
+
+def http_get(url: str) -> tuple[int, bytes] | None:
     try:
         with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT_S) as response:
             return response.status, response.read()
     except (urllib.error.URLError, OSError):
         return None
+
+
+def json_field(launch: LaunchSpec, path: str, key: str) -> str | None:
+    """`key` of the JSON object an engine serves at `path`, or None when it does not say."""
+    reply = http_get(launch.base_url + path)
+    if reply is None or reply[0] != 200:
+        return None
+    try:
+        value = json.loads(reply[1]).get(key)
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value is not None else None
 
 
 class EngineAdapter(ABC):
@@ -90,29 +125,32 @@ class EngineAdapter(ABC):
         return launch.base_url + "/health"
 
     def is_ready(self, launch: LaunchSpec) -> bool:
-        reply = _http_get(self.readiness_url(launch))
+        reply = http_get(self.readiness_url(launch))
         return reply is not None and reply[0] == 200
 
     def version(self, launch: LaunchSpec) -> str | None:
         """The engine's self-reported version (`GET /version`), None when it does not say."""
-        reply = _http_get(launch.base_url + "/version")
-        if reply is None or reply[0] != 200:
-            return None
-        try:
-            version = json.loads(reply[1]).get("version")
-        except (ValueError, AttributeError):
-            return None
-        return str(version) if version is not None else None
+        return json_field(launch, "/version", "version")
+
+    def effective_config(self, launch: LaunchSpec) -> dict[str, Any]:
+        """What the engine was actually started with; real adapters add their resolved settings."""
+        return {"command": self.build_command(launch)}
 
     def start(self, launch: LaunchSpec) -> EngineProcess:
         return EngineProcess.launch(self, launch)
 
 
-def _die_with_the_runner() -> None:
-    """Runs in the engine's child before exec: a runner killed outright (SIGKILL, OOM) must not
-    leave its engine holding the GPU and the port, so Linux kills the engine with its parent."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _prepare_engine_child(cpus: frozenset[int] | None) -> Callable[[], None]:
+    """What runs in the engine's child before exec: pin it to `cpus`, and make a runner killed
+    outright (SIGKILL, OOM) take its engine along, so no engine keeps the GPU and the port."""
+
+    def prepare() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if sys.platform.startswith("linux"):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return prepare
 
 
 class EngineProcess:
@@ -141,7 +179,7 @@ class EngineProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_the_runner,
+            preexec_fn=_prepare_engine_child(engine_cpus()),
         )
         return cls(adapter, launch, popen, log)
 

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class DecisionsConfig(AppConfig):
+    name = "apps.decisions"
+    label = "decisions"
+    verbose_name = "Decisions"

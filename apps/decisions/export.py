@@ -1,0 +1,262 @@
+"""A record as Markdown with YAML front matter: the file a team keeps beside its code.
+
+Built only from the record's stored parts, so the export of a frozen record never changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from apps.decisions.choices import TriggerKind
+from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
+from apps.decisions.models import DecisionRecord
+
+
+def username_of(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+def deciders(record: DecisionRecord) -> list[str]:
+    """Author, proposer and approver, each once, in that order."""
+    names = [username_of(record.created_by), username_of(record.proposed_by)]
+    names.append(username_of(record.decided_by))
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def _yaml(value: Any) -> str:
+    """JSON scalars and flow lists are valid YAML, and quoting every string keeps it so."""
+    return "null" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def front_matter(record: DecisionRecord) -> str:
+    date = record.decided_at or record.created_at
+    fields = {
+        "id": record.reference,
+        "title": record.title,
+        "status": record.status,
+        "date": date.date().isoformat() if date else None,
+        "deciders": deciders(record),
+        "supersedes": record.supersedes.reference if record.supersedes else None,
+        "superseded_by": record.superseded_by.reference if record.superseded_by else None,
+        "team": record.team.slug,
+        "retest_needed": record.retest_needed,
+    }
+    return "\n".join(["---", *(f"{key}: {_yaml(value)}" for key, value in fields.items()), "---"])
+
+
+def length_text(spec: Mapping[str, Any]) -> str:
+    kind = spec.get("kind")
+    if kind == "fixed":
+        return f"{spec['value']} tokens"
+    if kind == "normal":
+        return f"normal, mean {spec['mean']:g} ± {spec['std']:g} tokens"
+    if kind == "lognormal":
+        return f"lognormal, median {spec['median']:g} tokens, sigma {spec['sigma']:g}"
+    if kind == "empirical":
+        values = spec["values"]
+        return f"empirical, {len(values)} values, mean {sum(values) / len(values):.1f} tokens"
+    return json.dumps(spec, sort_keys=True)
+
+
+def arrival_text(arrival: Mapping[str, Any]) -> str:
+    if "concurrency" in arrival:
+        return f"closed loop, {arrival['concurrency']} in flight"
+    if arrival.get("process") == "trace":
+        return f"replay of trace #{arrival.get('trace')} at {arrival.get('speedup', 1):g}x speed"
+    text = f"{arrival.get('process', 'poisson')}, {arrival.get('rate_rps', 0):g} req/s"
+    if arrival.get("burstiness"):
+        text += f", burstiness {arrival['burstiness']:g}"
+    if arrival.get("peak_factor"):
+        text += f", peak x{arrival['peak_factor']:g}"
+    return text
+
+
+def _list(values: Iterable[Any]) -> str:
+    items = [str(value) for value in values]
+    return ", ".join(items) if items else "none"
+
+
+def goal_lines(goal: Mapping[str, Any]) -> list[str]:
+    workload, slo = goal["workload"], goal["slo"]
+    capacity, operational = goal["capacity"], goal["operational"]
+    targets = [
+        f"{name.removesuffix('_ms').upper()} ≤ {slo[name]:g} ms"
+        for name in ("ttft_ms", "tpot_ms", "e2e_ms")
+        if slo.get(name) is not None
+    ]
+    features = [
+        f"{item['feature']} ≥ {item.get('min_maturity') or 'any'}"
+        for item in operational["required_features"]
+    ]
+    return [
+        f"- Selection: {goal['selection_title']} (#{goal['selection_id']})",
+        f"- Model: {goal['model']['name']} (`{goal['model']['checkpoint']}`)",
+        f"- Input length: {length_text(workload['isl'])}",
+        f"- Output length: {length_text(workload['osl'])}",
+        f"- Arrival: {arrival_text(workload['arrival'])}",
+        f"- Precision: {_list(_as_list(workload.get('precision')))}",
+        f"- SLO: {_list(targets)} at p{slo.get('percentile', 99):g}, "
+        f"attainment {slo.get('attainment', 0.99):.0%}",
+        f"- Capacity: accelerators {_list(capacity['accelerators'])}, "
+        f"at most {capacity['max_gpus']} GPUs",
+        f"- Operational needs: {_list(operational['needs'])}",
+        f"- Required features: {_list(features)}",
+    ]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def stack_text(stack: Mapping[str, Any]) -> str:
+    engine = f"{stack['engine']} {stack['engine_version']}"
+    backend = f" / {stack['backend']}" if stack.get("backend") else ""
+    layout = " ".join(f"{name}{stack.get(name, 1)}" for name in ("tp", "pp", "ep", "dp"))
+    return (
+        f"{engine}{backend} · {stack['gpu_count']}x {stack['accelerator']} · {layout} · "
+        f"{stack['precision']}"
+    )
+
+
+def candidate_lines(candidates: list[Mapping[str, Any]]) -> list[str]:
+    lines = ["| Key | Stack | Release | Catalog cells |", "|---|---|---|---|"]
+    for entry in candidates:
+        cells = ", ".join(
+            f"{cell['feature']}={cell['maturity']} (#{cell['id']}, {cell['as_of']})"
+            for cell in entry["capabilities"]
+        )
+        release = entry["release"]
+        lines.append(
+            f"| {entry['key']} | {stack_text(entry['stack'])} | "
+            f"{release['engine']} {release['version']} (#{release['id']}) | {cells or 'none'} |"
+        )
+    return lines
+
+
+def _figure(value: Any) -> str:
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def load_point_text(point: Mapping[str, Any]) -> str:
+    if point.get("rate_rps") is not None:
+        return f"{point['rate_rps']:g} req/s"
+    return f"{point.get('concurrency')} in flight"
+
+
+def evidence_lines(evidence: list[Mapping[str, Any]]) -> list[str]:
+    if not evidence:
+        return ["No measured evidence was recorded."]
+    lines = []
+    for run in evidence:
+        runner = (
+            run["runner"]["name"]
+            if run.get("runner")
+            else f"imported from {run['tool']}"
+            if run["source"] == "import"
+            else "runner not recorded"
+        )
+        lines += [
+            f"### Run {run['run_id']} of candidate {run['candidate_key']} "
+            f"({run['tool']} {run['tool_version']})".rstrip(),
+            "",
+            f"- Identity fingerprint: `{run['identity_fingerprint']}`",
+            f"- Produced by: {runner}",
+            *(
+                f"- Raw file {item.get('name', '')}: sha256 `{item['sha256']}`"
+                for item in run["raw_checksums"]
+            ),
+            "",
+            "| Load point | Throughput (req/s) | Goodput (req/s) | TTFT p99 (ms) | TPOT p99 (ms) |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {load_point_text(point['load_point'])} | "
+                f"{_figure(point.get('request_throughput_rps'))} | "
+                f"{_figure(point.get('goodput_rps'))} | {_figure(point.get('ttft_p99_ms'))} | "
+                f"{_figure(point.get('tpot_p99_ms'))} |"
+                for point in run["load_points"]
+            ),
+        ]
+        if run["predicted_vs_measured"]:
+            lines += ["", "| Metric | Predicted | Measured | Measured / predicted |"]
+            lines += ["|---|---|---|---|"]
+            lines += [
+                f"| {row['metric']} | {_figure(row['predicted'])} | {_figure(row['measured'])} | "
+                f"{_figure(row['ratio'])} |"
+                for row in run["predicted_vs_measured"]
+            ]
+        lines.append("")
+    return lines[:-1]
+
+
+def trigger_lines(record: DecisionRecord) -> list[str]:
+    watched = [TriggerKind(kind).label for kind in record.retest_kinds]
+    lines = [
+        f"- Watched: {_list(watched)}.",
+        f"- Revalidate after {record.revalidate_after_days} days.",
+        f"- Workload drift: two-sample KS test on input and output lengths (alpha {KS_ALPHA:g}, "
+        f"statistic at least {KS_MIN_STATISTIC:g}) or a rate change over "
+        f"{RATE_CHANGE_LIMIT:.0%}.",
+    ]
+    fired = list(record.triggers.order_by("fired_at", "pk"))
+    lines += [
+        f"- Fired {trigger.fired_at.date().isoformat()}: {trigger.get_kind_display()}: "
+        f"{trigger.reason}"
+        for trigger in fired
+    ]
+    return lines
+
+
+def decision_lines(record: DecisionRecord) -> list[str]:
+    chosen = record.candidate(record.chosen_key)
+    chosen_text = f"{chosen['key']}: {stack_text(chosen['stack'])}" if chosen else "not chosen yet"
+    dropped = [
+        f"- {entry['key']} ({stack_text(entry['stack'])}): {record.dropped.get(entry['key'], '')}"
+        for entry in record.candidates
+        if entry["key"] != record.chosen_key
+    ]
+    return [
+        f"**Chosen:** {chosen_text}",
+        "",
+        record.rationale or "_No rationale yet._",
+        "",
+        "### Why the others were dropped",
+        "",
+        *(dropped or ["No other candidates."]),
+        "",
+        "### Known risks",
+        "",
+        record.risks or "None recorded.",
+        "",
+        "### Retest triggers",
+        "",
+        *trigger_lines(record),
+    ]
+
+
+def record_markdown(record: DecisionRecord) -> str:
+    parts = [
+        front_matter(record),
+        "",
+        f"# {record.reference}: {record.title}",
+        "",
+        "## 1. Goal",
+        "",
+        *goal_lines(record.goal),
+        "",
+        "## 2. Candidates",
+        "",
+        *candidate_lines(record.candidates),
+        "",
+        "## 3. Evidence",
+        "",
+        *evidence_lines(record.evidence),
+        "",
+        "## 4. Decision",
+        "",
+        *decision_lines(record),
+    ]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,210 @@
+"""Predicted against measured per candidate, and efficiency factors refitted from the evidence.
+
+No queries: the selector passes the selection (its model row loaded), the candidates (their
+accelerator rows loaded) and the built evidence. Only evidence comparable with the reference
+is used, so a different workload never bends the factors. Uses the estimator's own fitting
+(apps/selections/calibration.py); this module only gathers the measurements.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from apps.benchmarks.identity import plan_workload
+from apps.evidence.comparison import CandidateEvidence, PointEvidence
+from apps.selections.calibration import Measurement, fit_efficiency, predicted_vs_measured
+from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.estimator import Efficiency, Parallelism, estimate_latency
+from apps.selections.models import Candidate, Selection
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Refitted factors of one (accelerator, engine), beside the ones the estimator used."""
+
+    accelerator: str
+    engine: str
+    measurements: int
+    compute: float
+    bandwidth: float
+    base_compute: float
+    base_bandwidth: float
+
+
+@dataclass(frozen=True)
+class PredictionError:
+    """A candidate's predicted and measured figures; `error` is measured / predicted - 1."""
+
+    candidate_id: int
+    label: str
+    rows: list[dict[str, Any]]
+
+
+def nearest_point(points: Sequence[PointEvidence], in_flight: float) -> PointEvidence | None:
+    """The measured load point whose requests in flight are closest to the estimate's."""
+    known = [point for point in points if point.in_flight is not None]
+    return min(known, key=lambda point: abs(point.in_flight - in_flight), default=None)
+
+
+def measured_figures(evidence: CandidateEvidence, concurrency: float) -> dict[str, float]:
+    """TTFT/TPOT means near `concurrency` in flight, and max goodput per GPU, when measured."""
+    figures: dict[str, float] = {}
+    point = nearest_point(evidence.points, concurrency)
+    if point is not None:
+        for metric, name in (("ttft_ms", "ttft_mean_ms"), ("tpot_ms", "tpot_mean_ms")):
+            if point.value(name) is not None:
+                figures[metric] = point.value(name)
+    rate = evidence.max_rate.rate_rps if evidence.max_rate is not None else None
+    if rate is not None and evidence.gpu_count:
+        figures["goodput_per_gpu_rps"] = rate / evidence.gpu_count
+    return figures
+
+
+def predicted_figures(candidate: Candidate) -> tuple[dict[str, float], float]:
+    """The estimate's TTFT/TPOT and goodput per GPU, and the concurrency they hold at."""
+    estimate = candidate.estimate or {}
+    latency = estimate.get("latency") or {}
+    predicted = {
+        "ttft_ms": latency.get("ttft_ms"),
+        "tpot_ms": latency.get("tpot_ms"),
+        "goodput_per_gpu_rps": estimate.get("goodput_per_gpu_rps"),
+    }
+    return predicted, float(latency.get("concurrency") or 1)
+
+
+def _parallelism(stack: Mapping[str, Any]) -> Parallelism:
+    return Parallelism(**{key: int(stack.get(key) or 1) for key in ("tp", "pp", "ep", "dp")})
+
+
+def _measurements(
+    selection: Selection, entry: CandidateEvidence, candidate: Candidate
+) -> list[Measurement]:
+    model, accel = model_arch(selection.model), accelerator_spec(candidate.accelerator)
+    isl, osl = _lengths(selection)
+    measurements = []
+    for point in entry.points:
+        ttft, tpot = point.value("ttft_mean_ms"), point.value("tpot_mean_ms")
+        if point.in_flight is None or (ttft is None and tpot is None):
+            continue
+        measurements.append(
+            Measurement(
+                model=model,
+                accel=accel,
+                precision=str(candidate.stack.get("precision")),
+                parallelism=_parallelism(candidate.stack),
+                isl=isl,
+                osl=osl,
+                concurrency=max(1, round(point.in_flight)),
+                ttft_ms=ttft,
+                tpot_ms=tpot,
+                kv_dtype=selection.workload.get("kv_dtype"),
+            )
+        )
+    return measurements
+
+
+def _lengths(selection: Selection) -> tuple[int, int]:
+    """The goal's mean input and output lengths, as the estimate used them."""
+    workload = plan_workload(selection.workload)
+    return round(workload.input_length.mean()), round(workload.output_length.mean())
+
+
+def fits(
+    selection: Selection,
+    evidence: Iterable[CandidateEvidence],
+    candidates: Mapping[int, Candidate],
+) -> list[Fit]:
+    """Factors per (accelerator, engine) from the comparable measured load points."""
+    if selection.model is None:
+        return []
+    grouped: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    for entry in evidence:
+        candidate = candidates.get(entry.candidate_id or -1)
+        if candidate is None or not entry.comparable:
+            continue
+        try:
+            found = _measurements(selection, entry, candidate)
+        except ValueError:  # the catalog lacks a figure the estimator needs
+            continue
+        key = (candidate.accelerator.slug, str(candidate.stack.get("engine")))
+        grouped[key].extend(found)
+    base = Efficiency()
+    result = []
+    for (accelerator, engine), measurements in sorted(grouped.items()):
+        if not measurements:
+            continue
+        fitted = fit_efficiency(measurements, base=base)
+        result.append(
+            Fit(
+                accelerator,
+                engine,
+                len(measurements),
+                fitted.compute,
+                fitted.bandwidth,
+                base.compute,
+                base.bandwidth,
+            )
+        )
+    return result
+
+
+def _calibrated(
+    selection: Selection, candidate: Candidate, fit: Fit, concurrency: float
+) -> dict[str, float]:
+    """The candidate's TTFT/TPOT re-estimated with the refitted factors."""
+    isl, osl = _lengths(selection)
+    estimate = estimate_latency(
+        model=model_arch(selection.model),
+        accel=accelerator_spec(candidate.accelerator),
+        precision=str(candidate.stack.get("precision")),
+        kv_dtype=selection.workload.get("kv_dtype"),
+        parallelism=_parallelism(candidate.stack),
+        isl=isl,
+        osl=osl,
+        concurrency=max(1, round(concurrency)),
+        efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
+    )
+    return {"ttft_ms": estimate.ttft_ms, "tpot_ms": estimate.tpot_ms}
+
+
+def _error_rows(
+    selection: Selection, entry: CandidateEvidence, candidate: Candidate, fit: Fit | None
+) -> list[dict[str, Any]]:
+    predicted, concurrency = predicted_figures(candidate)
+    rows = predicted_vs_measured(predicted, measured_figures(entry, concurrency))
+    calibrated = _calibrated(selection, candidate, fit, concurrency) if fit else {}
+    for row in rows:
+        row["error"] = row["ratio"] - 1
+        after = calibrated.get(str(row["metric"]))
+        row["calibrated"] = after
+        row["calibrated_error"] = row["measured"] / after - 1 if after else None
+    return rows
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    fits: list[Fit]
+    errors: list[PredictionError]
+
+
+def calibration_report(
+    selection: Selection,
+    evidence: Sequence[CandidateEvidence],
+    candidates: Mapping[int, Candidate],
+) -> CalibrationReport:
+    """Refitted factors, and each measured candidate's prediction error before and after."""
+    found = fits(selection, evidence, candidates)
+    by_key = {(fit.accelerator, fit.engine): fit for fit in found}
+    errors = []
+    for entry in evidence:
+        candidate = candidates.get(entry.candidate_id or -1)
+        if candidate is None or not entry.comparable:
+            continue
+        fit = by_key.get((candidate.accelerator.slug, str(candidate.stack.get("engine"))))
+        rows = _error_rows(selection, entry, candidate, fit)
+        if rows:
+            errors.append(PredictionError(candidate.pk, entry.label, rows))
+    return CalibrationReport(found, errors)

@@ -1,0 +1,175 @@
+"""Plotly figures of the evidence, built in Python and handed to the page as JSON.
+
+plotly.js is served once as a static file (selections/_plotly.html loads it and draws every
+`figure-*` script). A candidate that is not comparable keeps its line, marked in its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from apps.evidence.calibrate import PredictionError
+from apps.evidence.comparison import CandidateEvidence, PointEvidence
+from apps.evidence.stored import SKETCH_PERCENTILES
+from apps.selections.simulator import SLO
+
+_LAYOUT = {
+    "margin": {"l": 55, "r": 20, "t": 40, "b": 45},
+    "height": 360,
+    "template": "plotly_white",
+    "legend": {"orientation": "h", "y": -0.25},
+}
+RATE_AXIS = "offered rate (requests/s)"
+
+
+def _name(candidate: CandidateEvidence) -> str:
+    return candidate.label if candidate.comparable else f"{candidate.label} (not comparable)"
+
+
+def _line(
+    candidate: CandidateEvidence, metric: str, *, suffix: str = "", dash: str = "solid"
+) -> go.Scatter:
+    points = [point for point in candidate.points if point.value(metric) is not None]
+    return go.Scatter(
+        x=[point.offered_rate_rps for point in points],
+        y=[point.value(metric) for point in points],
+        mode="lines+markers",
+        name=f"{_name(candidate)}{suffix}",
+        line={"dash": dash},
+    )
+
+
+def latency_chart(candidates: Sequence[CandidateEvidence], *, latency: str, slo: SLO | None) -> str:
+    """P50 (solid) and P99 (dashed) of `latency` ("ttft" or "tpot") against the offered rate,
+    with the SLO target as a horizontal line."""
+    figure = go.Figure()
+    for candidate in candidates:
+        figure.add_trace(_line(candidate, f"{latency}_p50_ms", suffix=" P50"))
+        figure.add_trace(_line(candidate, f"{latency}_p99_ms", suffix=" P99", dash="dash"))
+    target = getattr(slo, f"{latency}_ms", None) if slo else None
+    if target:
+        figure.add_hline(y=target, line_dash="dot", line_color="red", annotation_text="SLO")
+    figure.update_layout(
+        title=f"{latency.upper()} percentiles against load",
+        xaxis_title=RATE_AXIS,
+        yaxis_title=f"{latency.upper()} (ms)",
+        **_LAYOUT,
+    )
+    return figure.to_json()
+
+
+def goodput_chart(candidates: Sequence[CandidateEvidence]) -> str:
+    figure = go.Figure([_line(candidate, "goodput_rps") for candidate in candidates])
+    figure.update_layout(
+        title="Measured SLO goodput against load",
+        xaxis_title=RATE_AXIS,
+        yaxis_title="goodput (requests/s meeting every target)",
+        **_LAYOUT,
+    )
+    return figure.to_json()
+
+
+def pareto_chart(candidates: Sequence[CandidateEvidence]) -> str:
+    """Throughput per GPU against speed per user, one point per load point: up and right wins."""
+    figure = go.Figure()
+    for candidate in candidates:
+        points = [
+            point
+            for point in candidate.points
+            if point.value("output_tokens_per_s_per_gpu") is not None
+            and point.value("output_tokens_per_s_per_user") is not None
+        ]
+        figure.add_trace(
+            go.Scatter(
+                x=[point.value("output_tokens_per_s_per_user") for point in points],
+                y=[point.value("output_tokens_per_s_per_gpu") for point in points],
+                text=[point.key for point in points],
+                mode="lines+markers",
+                name=_name(candidate),
+            )
+        )
+    figure.update_layout(
+        title="Tokens/s per GPU against tokens/s per user",
+        xaxis_title="output tokens/s per user (1 / TPOT)",
+        yaxis_title="output tokens/s per GPU",
+        **_LAYOUT,
+    )
+    return figure.to_json()
+
+
+def _cdf_point(candidate: CandidateEvidence, metric: str) -> PointEvidence | None:
+    """The highest load point with a recorded distribution: where the tails matter most."""
+    known = [p for p in candidate.points if p.quantiles and p.quantiles.get(metric)]
+    return max(known, key=lambda point: point.offered_rate_rps, default=None)
+
+
+def cdf_chart(candidates: Sequence[CandidateEvidence], *, metric: str) -> str:
+    """CDF of `metric` ("ttft_s" or "tpot_s") from the stored whole-percentile sketch."""
+    figure = go.Figure()
+    for candidate in candidates:
+        point = _cdf_point(candidate, metric)
+        if point is None:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[value * 1000 for value in point.quantiles[metric]],
+                y=(SKETCH_PERCENTILES / 100).tolist(),
+                mode="lines",
+                name=f"{_name(candidate)} at {point.key}",
+            )
+        )
+    name = metric.removesuffix("_s").upper()
+    figure.update_layout(
+        title=f"{name} distribution (CDF)",
+        xaxis_title=f"{name} (ms)",
+        yaxis_title="share of completed requests",
+        **_LAYOUT,
+    )
+    return figure.to_json()
+
+
+def predicted_chart(errors: Sequence[PredictionError]) -> str:
+    """Predicted against measured TTFT and TPOT; points on the diagonal were predicted right."""
+    figure = go.Figure()
+    largest = 0.0
+    for error in errors:
+        rows = [row for row in error.rows if row["metric"] in ("ttft_ms", "tpot_ms")]
+        largest = max([largest, *(max(row["predicted"], row["measured"]) for row in rows)])
+        figure.add_trace(
+            go.Scatter(
+                x=[row["predicted"] for row in rows],
+                y=[row["measured"] for row in rows],
+                text=[row["metric"] for row in rows],
+                mode="markers",
+                name=error.label,
+            )
+        )
+    figure.add_trace(
+        go.Scatter(x=[0, largest], y=[0, largest], mode="lines", name="measured = predicted")
+    )
+    figure.update_layout(
+        title="Predicted (estimator) against measured latency",
+        xaxis_title="predicted (ms)",
+        yaxis_title="measured (ms)",
+        **_LAYOUT,
+    )
+    return figure.to_json()
+
+
+def evidence_figures(
+    candidates: Sequence[CandidateEvidence], slo: SLO | None, errors: Sequence[PredictionError]
+) -> dict[str, str]:
+    """Every figure of the evidence page by its element name (`chart-<name>`)."""
+    figures = {
+        "ttft": latency_chart(candidates, latency="ttft", slo=slo),
+        "tpot": latency_chart(candidates, latency="tpot", slo=slo),
+        "goodput": goodput_chart(candidates),
+        "pareto": pareto_chart(candidates),
+        "ttft-cdf": cdf_chart(candidates, metric="ttft_s"),
+        "tpot-cdf": cdf_chart(candidates, metric="tpot_s"),
+    }
+    if errors:
+        figures["predicted"] = predicted_chart(errors)
+    return figures

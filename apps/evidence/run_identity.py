@@ -1,0 +1,100 @@
+"""The identity of a measured run, assembled from what the plan, the job and the files state.
+
+No Django: callers pass the documents in. The benchmark plan's identity document
+(apps/benchmarks/identity.py) has its own shape; this maps it onto the identity fields of
+`identity.py`, so runner results and imported results are judged by one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apps.evidence.identity import canonical_identity
+
+PARALLELISM_KEYS = ("tp", "pp", "dp", "ep", "cp")
+PREFIX_KEYS = ("prefix_share", "prefix_tokens", "prefix_groups")
+
+
+def stack_identity(stack: Mapping[str, Any], *, kv_dtype: str | None = None) -> dict[str, Any]:
+    """The stack-under-test fields of a candidate's stack document."""
+    return {
+        "precision": {"weights": stack.get("precision"), "kv_cache": kv_dtype},
+        "accelerator": stack.get("accelerator"),
+        "gpu_count": stack.get("gpu_count"),
+        "parallelism": {key: stack[key] for key in PARALLELISM_KEYS if key in stack} or None,
+        "engine": stack.get("engine"),
+        "engine_version": stack.get("engine_version"),
+        "backend": stack.get("backend"),
+    }
+
+
+def runner_identity(
+    *,
+    plan_identity: Mapping[str, Any],
+    stack: Mapping[str, Any],
+    engine: Mapping[str, Any] | None,
+    harness: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Identity of a runner's results: the plan's shared part, the job's stack, and what the
+    engine and harness reported about themselves (the executed version wins over the plan's)."""
+    model = plan_identity.get("model") or {}
+    workload = plan_identity.get("workload") or {}
+    settings = plan_identity.get("harness") or {}
+    engine, harness = engine or {}, harness or {}
+    prefix = {key: workload[key] for key in PREFIX_KEYS if key in workload}
+    identity = {
+        **stack_identity(stack, kv_dtype=plan_identity.get("kv_dtype")),
+        "model": model.get("slug") or model.get("name"),
+        "tokenizer": model.get("tokenizer"),
+        "checkpoint": model.get("checkpoint"),
+        "isl_distribution": workload.get("isl"),
+        "osl_distribution": {
+            "lengths": workload.get("osl"),
+            "ignore_eos": settings.get("ignore_eos"),
+        },
+        # The request set and how it is sent: same seed and count give the same requests.
+        "arrival": {
+            "process": workload.get("arrival"),
+            "seed": workload.get("seed"),
+            "request_count": workload.get("request_count"),
+            "endpoint": settings.get("endpoint"),
+        },
+        "prefix_share": prefix or None,
+        "engine_config": engine.get("effective_config") or None,
+        "warmup": {"requests": settings.get("warmup_requests")},
+        "measurement_window": plan_identity.get("measurement_window_s"),
+        "failure_policy": {
+            **(plan_identity.get("failure_policy") or {}),
+            "timeout_s": settings.get("timeout_s"),
+        },
+        "harness_tool": harness.get("name"),
+        "harness_version": harness.get("version"),
+        "simulated": bool(plan_identity.get("simulated")),
+    }
+    if engine.get("version"):
+        identity["engine_version"] = engine["version"]
+    return canonical_identity(identity)
+
+
+def merged_identity(
+    *, stated: Mapping[str, Any], from_files: Mapping[str, Any], stack: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A person's stated identity, completed by the candidate's stack and the tool's files.
+
+    A field the files state wins over an empty one; a stated value that contradicts the files
+    is refused by name rather than silently overwritten.
+    """
+    merged: dict[str, Any] = {}
+    if stack is not None:
+        merged.update(stack_identity(stack))
+    merged.update({key: value for key, value in stated.items() if value is not None})
+    for field, value in from_files.items():
+        if value is None:
+            continue
+        if merged.get(field) not in (None, value):
+            raise ValueError(
+                f"identity.{field}: the files say {value!r} but {merged[field]!r} was given"
+            )
+        merged[field] = value
+    return canonical_identity(merged)

@@ -1,0 +1,155 @@
+"""Reads of evidence, always scoped to the acting team: the page, the API, CSVs, calibration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models import QuerySet
+
+from apps.accounts.scoping import get_scoped_or_404, scoped
+from apps.evidence.calibrate import CalibrationReport, calibration_report
+from apps.evidence.comparison import (
+    CandidateEvidence,
+    StoredResult,
+    StoredRun,
+    build_evidence,
+)
+from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
+from apps.evidence.sample_store import GAP_DTYPE, READ_COLUMNS
+from apps.evidence.stored import summary_from_json
+from apps.evidence.summaries import slo_of
+from apps.selections.models import Candidate, Selection
+from apps.selections.simulator import SLO
+
+RESULT_FIELDS = ("run_id", "load_point", "summary", "quantiles")
+
+
+@dataclass(frozen=True)
+class SelectionEvidence:
+    selection: Selection
+    slo: SLO | None
+    candidates: list[CandidateEvidence]
+    partial_load_points: int
+    calibration: CalibrationReport
+
+
+def _label(run: EvidenceRun) -> str:
+    """`#rank engine version · N x accelerator · precision (tool)`: what people tell apart."""
+    identity = run.identity
+    precision = identity.get("precision")
+    weights = precision.get("weights") if isinstance(precision, dict) else precision
+    engine = " ".join(str(identity.get(key) or "") for key in ("engine", "engine_version"))
+    hardware = f"{identity.get('gpu_count') or '?'} x {identity.get('accelerator') or '?'}"
+    parts = [engine.strip() or "unknown engine", hardware, *([str(weights)] if weights else [])]
+    rank = f"#{run.candidate.rank} " if run.candidate_id and run.candidate.rank else ""
+    return f"{rank}{' · '.join(parts)} ({run.tool})"
+
+
+def runs_of(*, team: Any, selection: Selection) -> QuerySet[EvidenceRun]:
+    return scoped(EvidenceRun.objects.filter(selection=selection), team).select_related("candidate")
+
+
+def stored_runs(*, team: Any, selection: Selection) -> tuple[list[StoredRun], int]:
+    """Every run of the selection with its complete load points (two queries), and how many
+    load points still wait for chunks."""
+    runs = list(runs_of(team=team, selection=selection))
+    results: dict[int, list[StoredResult]] = {run.pk: [] for run in runs}
+    partial = 0
+    rows = LoadPointResult.objects.filter(run__in=[run.pk for run in runs])
+    for run_id, load_point, summary, quantiles in rows.order_by("run_id", "index").values_list(
+        *RESULT_FIELDS
+    ):
+        if summary is None:
+            partial += 1
+            continue
+        results[run_id].append(StoredResult(load_point, summary_from_json(summary), quantiles))
+    stored = [
+        StoredRun(
+            run_id=run.pk,
+            label=_label(run),
+            candidate_id=run.candidate_id,
+            source=run.source,
+            tool=run.tool,
+            identity=run.identity,
+            fingerprint=run.identity_fingerprint,
+            gpu_count=run.gpu_count,
+            results=results[run.pk],
+        )
+        for run in runs
+    ]
+    return stored, partial
+
+
+def selection_evidence(
+    *, team: Any, selection_id: int, reference: str | None = None
+) -> SelectionEvidence:
+    """Candidates x metrics at each load point, comparability, calibration: a fixed number of
+    queries whatever the number of runs."""
+    selection = get_scoped_or_404(Selection.objects.select_related("model"), team, pk=selection_id)
+    runs, partial = stored_runs(team=team, selection=selection)
+    slo = slo_of(selection.slo)
+    evidence = build_evidence(
+        runs, attainment_target=slo.attainment if slo else None, reference_key=reference
+    )
+    candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
+    candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
+    by_id = {candidate.pk: candidate for candidate in candidates.select_related("accelerator")}
+    report = calibration_report(selection, evidence, by_id)
+    return SelectionEvidence(selection, slo, evidence, partial, report)
+
+
+def measured_by_candidate(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:
+    """Predicted-versus-measured rows per candidate id, the shape `measured_for` returns.
+
+    Candidates of one page share a selection; the evidence is read once per selection.
+    """
+    wanted = {candidate.pk: candidate for candidate in candidates}
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for selection_id in {candidate.selection_id for candidate in wanted.values()}:
+        selection = Selection.objects.select_related("model", "team").get(pk=selection_id)
+        report = selection_evidence(team=selection.team, selection_id=selection_id).calibration
+        for error in report.errors:
+            if error.candidate_id in wanted:
+                rows[error.candidate_id] = error.rows
+    return rows
+
+
+SAMPLE_CSV_COLUMNS = ("run_id", "load_point_index", *READ_COLUMNS)
+GAPS_COLUMN = SAMPLE_CSV_COLUMNS.index("itl_s")
+
+
+def _gaps_text(packed: bytes | memoryview | None) -> str:
+    if packed is None:
+        return ""
+    return " ".join(repr(float(gap)) for gap in np.frombuffer(bytes(packed), dtype=GAP_DTYPE))
+
+
+def sample_rows(*, team: Any, selection: Selection) -> Iterator[list[Any]]:
+    """Every sample of the selection's runs, streamed in chunks (the CSV download)."""
+    samples = Sample.objects.filter(
+        result__run__in=runs_of(team=team, selection=selection).values("pk")
+    ).order_by("result__run_id", "result__index", "index")
+    fields = ("result__run_id", "result__index", *READ_COLUMNS)
+    for row in samples.values_list(*fields).iterator(chunk_size=5000):
+        values = list(row)
+        values[GAPS_COLUMN] = _gaps_text(values[GAPS_COLUMN])
+        yield values
+
+
+def summary_rows(evidence: SelectionEvidence, metric_names: Iterable[str]) -> Iterator[list[Any]]:
+    """One row per candidate and load point: identity status, runs, then every metric."""
+    names = list(metric_names)
+    for entry in evidence.candidates:
+        for point in entry.points:
+            yield [
+                entry.label,
+                entry.key,
+                entry.status,
+                " ".join(entry.differing),
+                point.key,
+                point.runs,
+                *[point.value(name) for name in names],
+            ]

@@ -1,0 +1,79 @@
+"""Hugging Face Text Generation Inference (`text-generation-launcher`).
+
+Flag names from huggingface/text-generation-inference docs/source/reference/launcher.md:
+--model-id, --hostname, --port, --num-shard (tensor-parallel shards), --dtype (float16,
+bfloat16), --quantize, --kv-cache-dtype (fp8_e4m3fn, fp8_e5m2), --max-concurrent-requests,
+--max-batch-prefill-tokens, --max-total-tokens, --cuda-graphs (batch sizes to capture),
+--cuda-memory-fraction and --speculate (n-gram or Medusa tokens). The launcher has no
+pipeline-, expert- or data-parallel flag and no flag for prefix caching or chunked prefill,
+so those settings are refused. Version and readiness: GET /info and GET /health.
+"""
+
+from __future__ import annotations
+
+from stackselect_runner.engines.base import LaunchSpec, json_field
+from stackselect_runner.engines.registry import register_engine
+from stackselect_runner.engines.served import Flags, ServedEngineAdapter
+from stackselect_runner.engines.stack import (
+    StackSettings,
+    UnsupportedSetting,
+    lookup,
+    refuse_layout_beyond,
+)
+
+ENGINE = "tgi"
+DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+QUANTIZATIONS = {"fp8": "fp8", "int4_awq": "awq", "int4_gptq": "gptq", "int8": "eetq"}
+KV_DTYPES = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
+# The launcher's default capture list is 1,2,4,8,16,32 (launcher.md); we extend the powers of
+# two up to the stack's largest batch so full-load decode steps replay graphs too.
+DEFAULT_CUDA_GRAPH_MAX = 32
+
+
+def cuda_graph_sizes(max_batch: int | None) -> str | None:
+    if max_batch is None or max_batch <= DEFAULT_CUDA_GRAPH_MAX:
+        return None
+    sizes = [1 << power for power in range(max_batch.bit_length()) if 1 << power <= max_batch]
+    if sizes[-1] != max_batch:
+        sizes.append(max_batch)
+    return ",".join(str(size) for size in sizes)
+
+
+def _refuse_missing_features(settings: StackSettings) -> None:
+    refuse_layout_beyond(ENGINE, settings, tp="--num-shard")
+    for name in ("prefix_caching", "chunked_prefill"):
+        value = getattr(settings, name)
+        if value is not None:
+            raise UnsupportedSetting(ENGINE, f"has no launcher flag for {name} ({name}={value})")
+    spec = settings.speculative
+    if spec is not None and spec.method != "ngram":
+        raise UnsupportedSetting(
+            ENGINE, f"speculates only with n-grams or Medusa heads (speculative={spec.method})"
+        )
+
+
+@register_engine
+class TgiAdapter(ServedEngineAdapter):
+    slug = ENGINE
+
+    def version(self, launch: LaunchSpec) -> str | None:
+        return json_field(launch, "/info", "version")
+
+    def command_for(self, settings: StackSettings, launch: LaunchSpec) -> list[str]:
+        _refuse_missing_features(settings)
+        kv = None if settings.kv_is_default else settings.kv_dtype
+        flags = Flags(["text-generation-launcher"])
+        flags.add("--model-id", settings.model_path or launch.model)
+        flags.add("--hostname", launch.host).add("--port", launch.port)
+        flags.add("--num-shard", settings.tp)
+        if settings.precision in DTYPES:
+            flags.add("--dtype", DTYPES[settings.precision])
+        elif settings.precision is not None:
+            flags.add("--quantize", lookup(ENGINE, QUANTIZATIONS, settings.precision, "--quantize"))
+        flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
+        flags.add("--max-concurrent-requests", settings.max_num_seqs)
+        flags.add("--max-batch-prefill-tokens", settings.max_num_batched_tokens)
+        flags.add("--max-total-tokens", settings.max_model_len)
+        flags.add("--cuda-graphs", cuda_graph_sizes(settings.max_num_seqs))
+        flags.add("--cuda-memory-fraction", settings.gpu_memory_fraction)
+        return flags.add("--speculate", settings.speculative and settings.speculative.num_tokens)

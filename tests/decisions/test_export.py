@@ -1,0 +1,154 @@
+"""The Markdown export against a committed golden file (UPDATE_GOLDEN=1 rewrites it)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from apps.decisions.choices import DecisionStatus, TriggerKind
+from apps.decisions.export import record_markdown
+from apps.decisions.models import DecisionRecord, RetestTrigger
+
+GOLDEN = Path(__file__).parent / "golden" / "record.md"
+STACK = {
+    "engine": "vllm",
+    "engine_version": "0.8.0",
+    "backend": "flash-attn",
+    "accelerator": "h100-sxm",
+    "gpu_count": 1,
+    "tp": 1,
+    "pp": 1,
+    "ep": 1,
+    "dp": 1,
+    "precision": "bf16",
+}
+CELL = {
+    "id": 41,
+    "feature": "prefix_caching",
+    "maturity": "stable",
+    "release": "vLLM 0.8.0",
+    "backend": None,
+    "vendor": "",
+    "family": "",
+    "as_of": "2026-01-15",
+    "evidence_url": "https://docs.example.org/prefix-caching",
+}
+GOAL = {
+    "selection_id": 12,
+    "selection_title": "Chat assistant",
+    "model": {"slug": "llama-3.1-8b", "name": "Llama 3.1 8B", "checkpoint": "meta/llama-8b"},
+    "workload": {
+        "isl": {"kind": "lognormal", "median": 900, "sigma": 0.6},
+        "osl": {"kind": "fixed", "value": 256},
+        "arrival": {"process": "gamma", "rate_rps": 4.0, "burstiness": 0.5},
+        "precision": "bf16",
+    },
+    "slo": {"ttft_ms": 500, "tpot_ms": 50, "percentile": 99, "attainment": 0.99},
+    "capacity": {"accelerators": ["h100-sxm", "l40s"], "max_gpus": 2, "prices": {}},
+    "operational": {
+        "needs": ["openai_api"],
+        "required_features": [{"feature": "prefix_caching", "min_maturity": "beta"}],
+    },
+}
+
+
+def candidate(key: str, accelerator: str, cells: list) -> dict:
+    return {
+        "key": key,
+        "candidate_id": 100 + ord(key),
+        "rank": ord(key) - 64,
+        "outcome": "kept",
+        "label": f"vllm 0.8.0 on 1x {accelerator}",
+        "stack": {**STACK, "accelerator": accelerator},
+        "release": {"id": 3, "engine": "vllm", "version": "0.8.0"},
+        "backend": "flash-attn",
+        "accelerator": {"slug": accelerator, "name": accelerator, "vendor": "nvidia"},
+        "capabilities": cells,
+        "estimate": {"goodput_per_gpu_rps": 3.2, "ttft_ms": 180.0, "tpot_ms": 21.0},
+    }
+
+
+EVIDENCE = [
+    {
+        "run_id": 8,
+        "candidate_key": "A",
+        "source": "runner",
+        "tool": "stackselect-harness",
+        "tool_version": "0.1",
+        "identity_fingerprint": "ab" * 32,
+        "plan_id": 5,
+        "runner": {"id": 2, "name": "h100-box"},
+        "raw_checksums": [{"name": "result upload 30", "sha256": "cd" * 32, "bytes": 900}],
+        "load_points": [
+            {
+                "index": 0,
+                "load_point": {"index": 0, "rate_rps": 4.0},
+                "request_throughput_rps": 3.98,
+                "goodput_rps": 3.9,
+                "slo_attainment": 0.98,
+                "errors": 0,
+                "ttft_p50_ms": 120.0,
+                "ttft_p99_ms": 410.5,
+                "tpot_p50_ms": 19.0,
+                "tpot_p99_ms": 27.25,
+            }
+        ],
+        "predicted_vs_measured": [
+            {"metric": "ttft_ms", "predicted": 180.0, "measured": 150.0, "ratio": 0.8333}
+        ],
+    }
+]
+
+
+@pytest.fixture
+def record(acme, alice, bob):
+    older = DecisionRecord.objects.create(
+        team=acme, number=6, title="Old choice", goal=GOAL, candidates=[], evidence=[]
+    )
+    record = DecisionRecord.objects.create(
+        team=acme,
+        number=7,
+        title="Serve the chat assistant on vLLM",
+        status=DecisionStatus.ACCEPTED,
+        created_by=alice,
+        proposed_by=alice,
+        decided_by=bob,
+        decided_at=datetime(2026, 2, 3, 10, 0, tzinfo=UTC),
+        supersedes=older,
+        goal=GOAL,
+        candidates=[candidate("A", "h100-sxm", [CELL]), candidate("B", "l40s", [])],
+        evidence=EVIDENCE,
+        chosen_key="A",
+        rationale="A holds the SLO at the goal rate on one GPU.",
+        dropped={"B": "B misses TTFT at 4 req/s."},
+        risks="Prefix caching is new in this release.",
+        retest_kinds=[TriggerKind.MODEL, TriggerKind.AGE],
+        revalidate_after_days=90,
+        retest_needed=True,
+    )
+    trigger = RetestTrigger.objects.create(
+        record=record,
+        kind=TriggerKind.MODEL,
+        key="checkpoint:meta/llama-8b-rev2",
+        reason="The model now points at a new checkpoint.",
+    )
+    RetestTrigger.objects.filter(pk=trigger.pk).update(fired_at=datetime(2026, 3, 1, tzinfo=UTC))
+    return record
+
+
+def test_the_markdown_export_matches_the_golden_file(record):
+    markdown = record_markdown(record)
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(markdown)
+    assert markdown == GOLDEN.read_text()
+
+
+def test_the_front_matter_names_status_date_deciders_and_supersedes(record):
+    front = record_markdown(record).split("---")[1]
+    assert 'status: "accepted"' in front
+    assert 'date: "2026-02-03"' in front
+    assert 'deciders: ["alice", "bob"]' in front
+    assert 'supersedes: "DR-6"' in front

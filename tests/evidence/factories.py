@@ -1,0 +1,126 @@
+"""Database rows for the evidence tests: a selection with candidates, its plan, one job and
+attempt per candidate (made with the ORM, no dispatch), and result uploads as a runner sends."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from typing import Any
+
+from django.db import transaction
+
+from apps.benchmarks.identity import (
+    PlanOptions,
+    build_identity,
+    identity_fingerprint,
+    normalise_load_points,
+)
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload
+from apps.evidence.ingest import ingest_upload
+from apps.selections.models import Selection
+from tests.benchmarks.factories import WORKLOAD, catalog, selection_with_candidates
+
+__all__ = [
+    "attempt_for",
+    "catalog",
+    "measured_attempt",
+    "plan_for",
+    "result_upload",
+    "selection_with_candidates",
+]
+
+
+def plan_for(
+    selection: Selection, *, load_points: list[dict[str, Any]], request_count: int = 20
+) -> BenchmarkPlan:
+    options = PlanOptions(request_count=request_count, load_points=tuple(load_points))
+    points = normalise_load_points(load_points)
+    identity = build_identity(
+        model={
+            "slug": "llama-3.1-8b",
+            "checkpoint": "meta-llama/Llama-3.1-8B-Instruct",
+            "tokenizer": "meta-llama/Llama-3.1-8B-Instruct",
+        },
+        precision="bf16",
+        kv_dtype="bf16",
+        workload=WORKLOAD,
+        options=options,
+        load_points=points,
+        search=None,
+        simulated=True,
+    )
+    return BenchmarkPlan.objects.create(
+        team=selection.team,
+        selection=selection,
+        title="plan",
+        identity=identity,
+        identity_fingerprint=identity_fingerprint(identity),
+        load_points=points,
+        requests=[],
+    )
+
+
+def attempt_for(plan: BenchmarkPlan, candidate: Any, number: int = 1) -> JobAttempt:
+    job = BenchmarkJob.objects.create(
+        plan=plan,
+        team=plan.team,
+        candidate=candidate,
+        stack=candidate.stack,
+        engine={"adapter": "simulated"},
+        accelerator=candidate.stack["accelerator"],
+        gpu_count=candidate.stack["gpu_count"],
+    )
+    return JobAttempt.objects.create(job=job, number=number, queue="q")
+
+
+def result_upload(
+    attempt: JobAttempt,
+    records: list[dict[str, Any]],
+    *,
+    load_point: dict[str, Any],
+    duration_s: float = 2.0,
+    chunk_index: int = 0,
+    chunk_count: int = 1,
+    **extra: Any,
+) -> ResultUpload:
+    """A stored upload as the result-upload service leaves it (gzip body and checksum)."""
+    document = {
+        "load_point_index": load_point["index"],
+        "load_point": load_point,
+        "started_at": "2026-01-01T00:00:00Z",
+        "duration_s": duration_s,
+        "chunk_index": chunk_index,
+        "chunk_count": chunk_count,
+        "engine": {"version": "sim-0.1", "effective_config": {}},
+        "harness": {"name": "stackselect-harness", "version": "0.1"},
+        "records": records,
+        **extra,
+    }
+    body = gzip.compress(json.dumps(document).encode())
+    return ResultUpload.objects.create(
+        attempt=attempt,
+        job=attempt.job,
+        load_point_index=load_point["index"],
+        chunk_index=chunk_index,
+        chunk_count=chunk_count,
+        idempotency_key=f"a{attempt.pk}-lp{load_point['index']}-c{chunk_index}",
+        sha256=hashlib.sha256(body).hexdigest(),
+        body=body,
+        record_count=len(records),
+    )
+
+
+def measured_attempt(
+    plan: BenchmarkPlan,
+    candidate: Any,
+    records: list[dict[str, Any]],
+    *,
+    number: int = 1,
+) -> JobAttempt:
+    """An attempt whose every load point uploaded `records` and was ingested."""
+    attempt = attempt_for(plan, candidate, number=number)
+    for point in plan.load_points:
+        with transaction.atomic():
+            ingest_upload(upload=result_upload(attempt, records, load_point=point))
+    return attempt

