@@ -31,7 +31,7 @@ from apps.benchmarks.choices import (
 )
 from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
-from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload, summarise
+from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit, probe_figures
 from apps.core.errors import ConflictError
 from apps.evidence.ingest import ingest_upload
@@ -252,7 +252,7 @@ def result_upload(
     raw = gunzip_limited(body, max_bytes=settings.BENCHMARK_UPLOAD_MAX_RAW_BYTES)
     plan = attempt.job.plan
     parsed = parse_upload(raw, load_point_count=load_point_limit(plan))
-    summary = {**summarise(parsed.records, parsed.duration_s), **probe_figures(plan, parsed)}
+    summary = probe_figures(plan, parsed)
     try:
         with transaction.atomic():
             upload = ResultUpload.objects.create(

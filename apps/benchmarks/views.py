@@ -25,6 +25,7 @@ from apps.benchmarks.selectors import (
     plans_of,
     progress_fraction,
 )
+from apps.evidence.selectors import load_point_results_of_job
 from apps.selections.models import Selection
 
 PAGE_SIZE = 25
@@ -117,6 +118,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "attempts": job_attempts(job),
         "uploads": job.uploads.order_by("load_point_index", "chunk_index").defer("body"),
+        "results": load_point_results_of_job(job=job),
         "fraction": progress_fraction(job),
     }
     return render(request, "benchmarks/job_detail.html", context)

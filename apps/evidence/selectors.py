@@ -153,3 +153,8 @@ def summary_rows(evidence: SelectionEvidence, metric_names: Iterable[str]) -> It
                 point.runs,
                 *[point.value(name) for name in names],
             ]
+
+
+def load_point_results_of_job(*, job: Any) -> QuerySet[LoadPointResult]:
+    """The analysed load points a benchmark job produced (summaries appear once complete)."""
+    return LoadPointResult.objects.filter(run__job=job).order_by("run_id", "index")

@@ -12,6 +12,7 @@ from apps.benchmarks.dispatch import reap_expired_leases
 from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, ResultUpload
 from apps.benchmarks.services import plan_cancel, plan_create
+from apps.evidence.models import LoadPointResult
 from tests.benchmarks.factories import selection_with_candidates
 from tests.fleet.processes import restart_local_redis, wait_for
 
@@ -58,7 +59,8 @@ def test_a_plans_results_arrive_through_celery_and_are_stored(alice, acme, selec
     uploads = ResultUpload.objects.filter(job=job).order_by("load_point_index")
     assert [u.load_point_index for u in uploads] == [0, 1]
     assert all(u.record_count == 8 and len(u.sha256) == 64 for u in uploads)
-    assert uploads[0].summary["requests"] == 8
+    results = LoadPointResult.objects.filter(run__job=job).order_by("index")
+    assert [result.summary["requests"] for result in results] == [8, 8]
 
 
 def test_a_runner_killed_mid_job_is_replaced_and_one_result_is_stored(
