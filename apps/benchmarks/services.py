@@ -14,7 +14,7 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
 from apps.benchmarks.dispatch import attempt_dispatch, job_finish
-from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity
+from apps.benchmarks.engine_spec import SIMULATED_ADAPTER, arch_for, job_engine, model_identity
 from apps.benchmarks.identity import (
     PlanOptions,
     build_identity,
@@ -41,6 +41,32 @@ def _one_precision(candidates: list[Candidate]) -> str:
             }
         )
     return precisions[0]
+
+
+def _job_engine(
+    candidate: Candidate, documents: dict[str, Any], *, model: dict[str, Any], kv_dtype: str
+) -> dict[str, Any]:
+    try:
+        return job_engine(
+            stack=candidate.stack,
+            arch=documents["arch"],
+            accelerator=candidate.accelerator,
+            release=candidate.release,
+            served_model_name=model["checkpoint"],
+            kv_dtype=kv_dtype,
+            mean_context=documents["mean_context"],
+        )
+    except ValueError as error:
+        raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
+
+
+def _all_simulated(engines: list[dict[str, Any]]) -> bool:
+    """A plan is simulated or real as a whole: the two never compare (DOMAIN.md section 5)."""
+    simulated = {engine["adapter"] == SIMULATED_ADAPTER for engine in engines}
+    if len(simulated) > 1:
+        message = "Simulated and real engines cannot share a plan: results never compare."
+        raise ValidationError({"candidates": message})
+    return simulated.pop()
 
 
 def _kv_dtype(selection: Selection) -> str:
@@ -95,6 +121,10 @@ def plan_create(
     kv_dtype = _kv_dtype(selection)
     documents = _plan_documents(selection, options)
     model = model_identity(selection.model, selection.custom_model)
+    engines = [
+        _job_engine(candidate, documents, model=model, kv_dtype=kv_dtype)
+        for candidate in candidates
+    ]
     identity = build_identity(
         model=model,
         precision=precision,
@@ -103,7 +133,7 @@ def plan_create(
         options=options,
         load_points=documents["points"],
         search=documents["search"],
-        simulated=True,
+        simulated=_all_simulated(engines),
     )
     count = BenchmarkPlan.objects.filter(selection=selection).count()
     plan = BenchmarkPlan.objects.create(
@@ -120,19 +150,7 @@ def plan_create(
         max_attempts=options.max_attempts,
     )
     jobs = []
-    for candidate in candidates:
-        try:
-            engine = job_engine(
-                stack=candidate.stack,
-                arch=documents["arch"],
-                accelerator=candidate.accelerator,
-                release=candidate.release,
-                served_model_name=model["checkpoint"],
-                kv_dtype=kv_dtype,
-                mean_context=documents["mean_context"],
-            )
-        except ValueError as error:
-            raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
+    for candidate, engine in zip(candidates, engines, strict=True):
         jobs.append(
             BenchmarkJob.objects.create(
                 plan=plan,

@@ -35,6 +35,7 @@ def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
     )
     job = plan.jobs.get()
     assert job.engine["adapter"] == "llama-cpp"
+    assert job.plan.identity["simulated"] is False
 
     def finished() -> bool:
         job.refresh_from_db()
