@@ -10,7 +10,7 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
 from apps.accounts.scoping import scoped
-from apps.benchmarks.choices import ATTEMPT_LEASED, JobState
+from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 from apps.benchmarks.search import load_point_limit, search_view
 from apps.core.metrics import GaugeSample
@@ -56,6 +56,7 @@ def job_progress_row(job: BenchmarkJob) -> dict[str, Any]:
         "state_label": job.get_state_display(),
         "state_reason": job.state_reason,
         "cancel_requested": job.cancel_requested,
+        "terminal": job.state in JOB_TERMINAL,
         "fraction": round(progress_fraction(job), 4),
         "message": (job.progress or {}).get("message", ""),
         "search": search_view(job),
