@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from apps.core.errors import ConflictError
+
+logger = logging.getLogger(__name__)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -22,4 +27,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, ConflictError):
         return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
+    elif isinstance(exc, OperationalError | InterfaceError):
+        # The database is unreachable: a passing condition that clients (runners) retry.
+        logger.warning("database unavailable: %s", exc)
+        return Response(
+            {"detail": "The database is unavailable; retry shortly.", "code": "unavailable"},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
+        )
     return drf_exception_handler(exc, context)

@@ -46,6 +46,9 @@ def celery_settings(credentials: Credentials, settings: RunnerSettings) -> dict[
         "worker_prefetch_multiplier": 1,
         "worker_concurrency": 1,
         "worker_hijack_root_logger": False,
+        # A broker blip must not cancel the benchmark in flight: the lease, kept alive over
+        # HTTP, decides whether the attempt lives (Celery 6 would cancel by default).
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
     }
 
 

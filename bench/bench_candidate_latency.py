@@ -1,0 +1,142 @@
+"""Candidate-list latency under concurrent clients, against /healthz on the same server.
+
+Starts gunicorn on a private PostgreSQL cluster (bench/faults/stack.py), or on a throw-away
+database created on the server of `--database-url` (and dropped afterwards), loads the curated
+catalog, computes the candidates of one selection (Llama 3.1 8B, BF16, up to 8 GPUs), then sends
+`--clients` concurrent clients at GET /api/v1/selections/{id}/candidates/ (token auth, first
+page) and, the same way, at /healthz. Each client sends `--requests` requests, one after the
+other. It prints p50/p99 of both and their ratio: what the candidate list costs over a request
+that does nothing.
+
+    .venv/bin/python bench/bench_candidate_latency.py [--clients 20] [--requests 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from time import perf_counter
+from urllib.parse import urlsplit, urlunsplit
+from uuid import uuid4
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
+
+from stack import private_stack
+
+MODEL = "llama-3.1-8b"
+WORKLOAD = {
+    "precision": "bf16",
+    "isl": {"kind": "lognormal", "median": 1024, "sigma": 0.6},
+    "osl": {"kind": "fixed", "value": 256},
+    "arrival": {"process": "poisson", "rate_rps": 4},
+}
+SLO = {"ttft_ms": 1000, "tpot_ms": 60, "percentile": 99, "attainment": 0.95}
+
+
+@contextmanager
+def throwaway_database(server_url: str) -> Iterator[str]:
+    """A new, empty database on the server of `server_url`, dropped on the way out."""
+    import psycopg
+
+    parts = urlsplit(server_url)
+    name = f"bench_latency_{uuid4().hex[:8]}"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def selection_with_candidates() -> tuple[int, str, int]:
+    """A team, an API token and a computed selection; returns (selection id, token, kept)."""
+    from django.contrib.auth import get_user_model
+
+    from apps.accounts.choices import Role
+    from apps.accounts.models import Membership, Team
+    from apps.accounts.services import api_token_create
+    from apps.audit.services import Actor
+    from apps.catalog.models import ModelSpec
+    from apps.selections.models import Selection
+    from apps.selections.services import candidates_compute
+
+    team = Team.objects.create(slug="bench-latency", name="Latency bench")
+    user = get_user_model().objects.create_user("bench-latency", password=None)
+    Membership.objects.create(user=user, team=team, role=Role.ADMIN)
+    selection = Selection.objects.create(
+        team=team,
+        title="Latency bench",
+        created_by=user,
+        model=ModelSpec.objects.get(slug=MODEL),
+        workload=WORKLOAD,
+        slo=SLO,
+        constraints={"max_gpus": 8},
+    )
+    selection = candidates_compute(actor_user=user, selection=selection)
+    _, token = api_token_create(actor=Actor.system("bench"), user=user, team=team, name="bench")
+    return selection.pk, token, selection.candidates.filter(outcome="kept").count()
+
+
+def timed_get(url: str, headers: dict[str, str]) -> float:
+    request = urllib.request.Request(url, headers=headers)
+    start = perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"GET {url} answered {answer.status}")
+    return perf_counter() - start
+
+
+def latencies(url: str, headers: dict[str, str], clients: int, requests: int) -> np.ndarray:
+    """Seconds of every request of `clients` clients sending `requests` each, back to back."""
+
+    def client(_: int) -> list[float]:
+        return [timed_get(url, headers) for _ in range(requests)]
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        return np.array([s for one in pool.map(client, range(clients)) for s in one])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=25, help="per client and endpoint")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--database-url", default="", help="a PostgreSQL server to use")
+    args = parser.parse_args()
+    if args.clients < 1 or args.requests < 1 or args.workers < 1:
+        sys.exit("--clients, --requests and --workers must be at least 1")
+    with (
+        throwaway_database(args.database_url) if args.database_url else nullcontext("") as url,
+        private_stack(web_workers=args.workers, database_url=url) as stack,
+    ):
+        stack.manage("load_curated")
+        stack.use_django()
+        selection_id, token, kept = selection_with_candidates()
+        candidates = f"{stack.url}/api/v1/selections/{selection_id}/candidates/"
+        auth = {"Authorization": f"Token {token}"}
+        timed_get(candidates, auth)  # warm both workers' caches once before measuring
+        figures = {
+            "candidates": latencies(candidates, auth, args.clients, args.requests),
+            "healthz": latencies(f"{stack.url}/healthz", {}, args.clients, args.requests),
+        }
+    print(f"{args.clients} clients x {args.requests} requests, gunicorn {args.workers} worker(s)")
+    print(f"selection: {kept} kept candidates of {MODEL} (first page of 100 kept + 100 dropped)")
+    p99 = {}
+    for name, seconds in figures.items():
+        p50, p99[name] = np.percentile(seconds * 1e3, [50, 99])
+        print(f"{name:<12} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
+    print(f"p99 ratio candidates / healthz: {p99['candidates'] / p99['healthz']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
