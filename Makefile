@@ -10,7 +10,7 @@ TEST_ENV := DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/sta
 	SECRET_KEY=$${SECRET_KEY:-test-only-secret-key-not-for-production} \
 	STACKSELECT_VAR_DIR=$${STACKSELECT_VAR_DIR:-$(CURDIR)/var/test}
 
-.PHONY: run test lint pytest install install-dev browser clean
+.PHONY: run demo test lint pytest install install-dev browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ run: install $(VAR)/secret_key
 	SECRET_KEY_FILE=$(VAR)/secret_key $(BIN)/python manage.py bootstrap_demo --url http://127.0.0.1:$(PORT)/
 	SECRET_KEY_FILE=$(VAR)/secret_key exec $(BIN)/python manage.py run_all --bind 127.0.0.1:$(PORT) \
 		--extra "runner=$(BIN)/python manage.py run_local_runner --url http://127.0.0.1:$(PORT)"
+
+# One selection through the whole chain on its own var dir and port; ARGS="--keep" leaves it up.
+demo: install
+	$(BIN)/python bench/demo_journey.py --var-dir $(VAR)/demo --port 8766 $(ARGS)
 
 browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \

@@ -31,6 +31,7 @@ from apps.catalog.models import (
     ReleaseBackend,
 )
 from apps.catalog.services import ENTITY_NAMES, entry_create, entry_update
+from apps.decisions.triggers import batched_catalog_changes
 
 FIXTURE_DIR = Path(settings.BASE_DIR) / "fixtures" / "catalog"
 LOAD_MESSAGE = "catalog_load from fixtures/catalog"
@@ -200,10 +201,11 @@ def _load_capabilities(
 def catalog_load(*, actor: Actor, fixture_dir: Path = FIXTURE_DIR) -> LoadReport:
     """Create or update every curated row in one transaction; a bad fixture changes nothing."""
     loader = _Loader(actor, fixture_dir)
-    features = _load_simple(loader, "features", Feature, "key")
-    backends = _load_simple(loader, "backends", KernelBackend, "slug")
-    _load_simple(loader, "accelerators", Accelerator, "slug")
-    _load_simple(loader, "models", ModelSpec, "slug")
-    releases = _load_engines(loader, backends)
-    _load_capabilities(loader, releases, features, backends)
+    with batched_catalog_changes():
+        features = _load_simple(loader, "features", Feature, "key")
+        backends = _load_simple(loader, "backends", KernelBackend, "slug")
+        _load_simple(loader, "accelerators", Accelerator, "slug")
+        _load_simple(loader, "models", ModelSpec, "slug")
+        releases = _load_engines(loader, backends)
+        _load_capabilities(loader, releases, features, backends)
     return loader.report

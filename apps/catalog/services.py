@@ -31,7 +31,7 @@ from apps.catalog.models import (
     ReleaseBackend,
 )
 from apps.core.errors import ConflictError
-from apps.decisions.triggers import on_catalog_entry_change
+from apps.decisions.triggers import batched_catalog_changes, on_catalog_entry_change
 
 M = TypeVar("M", bound=models.Model)
 
@@ -225,21 +225,24 @@ def matrix_import(*, actor: Actor, content: bytes, file_format: str, apply: bool
     if plan.errors or not apply:
         return plan
     message = f"matrix import ({file_format})"
-    for change in plan.added:
-        entry_create(
-            actor=actor,
-            model=Capability,
-            values={
-                **change.refs,
-                "vendor": change.key.vendor,
-                "family": change.key.family,
-                **change.after,
-            },
-            message=message,
-        )
-    for change in plan.changed:
-        entry_update(actor=actor, instance=change.capability, changes=change.after, message=message)
-    for change in plan.removed:
-        entry_delete(actor=actor, instance=change.capability, message=message)
+    with batched_catalog_changes():
+        for change in plan.added:
+            entry_create(
+                actor=actor,
+                model=Capability,
+                values={
+                    **change.refs,
+                    "vendor": change.key.vendor,
+                    "family": change.key.family,
+                    **change.after,
+                },
+                message=message,
+            )
+        for change in plan.changed:
+            entry_update(
+                actor=actor, instance=change.capability, changes=change.after, message=message
+            )
+        for change in plan.removed:
+            entry_delete(actor=actor, instance=change.capability, message=message)
     plan.applied = True
     return plan

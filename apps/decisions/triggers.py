@@ -11,7 +11,9 @@ message is caught by the periodic sweep.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextvars
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import models, transaction
@@ -30,18 +32,42 @@ def _send_on_commit(name: str, **kwargs: Any) -> None:
     transaction.on_commit(lambda: celery_app.send_task(name, kwargs=kwargs), robust=True)
 
 
+# Ids changed inside a `batched_catalog_changes()` block, sent as one task when it ends.
+_catalog_batch: contextvars.ContextVar[dict[str, set[int]] | None] = contextvars.ContextVar(
+    "catalog_batch", default=None
+)
+
+
+@contextmanager
+def batched_catalog_changes() -> Iterator[None]:
+    """A bulk catalog change (load, import) evaluates its records once, not once per row."""
+    batch: dict[str, set[int]] = {"capability_ids": set(), "release_ids": set(), "model_ids": set()}
+    token = _catalog_batch.set(batch)
+    try:
+        yield
+    finally:
+        _catalog_batch.reset(token)
+    if any(batch.values()):
+        _send_on_commit(CATALOG_TASK, **{key: sorted(ids) for key, ids in batch.items()})
+
+
 def on_catalog_change(
     *,
     capability_ids: Iterable[int] = (),
     release_ids: Iterable[int] = (),
     model_ids: Iterable[int] = (),
 ) -> None:
-    _send_on_commit(
-        CATALOG_TASK,
-        capability_ids=list(capability_ids),
-        release_ids=list(release_ids),
-        model_ids=list(model_ids),
-    )
+    changed = {
+        "capability_ids": list(capability_ids),
+        "release_ids": list(release_ids),
+        "model_ids": list(model_ids),
+    }
+    batch = _catalog_batch.get()
+    if batch is None:
+        _send_on_commit(CATALOG_TASK, **changed)
+        return
+    for key, ids in changed.items():
+        batch[key].update(ids)
 
 
 # Catalog rows whose change a decision can depend on, and how each names its ids.

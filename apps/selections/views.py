@@ -197,6 +197,10 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     return render(request, "selections/candidate_list.html", context)
 
 
+# How many of the best kept stacks the plan step offers (each backend is its own stack).
+PLAN_CHOICES = 200
+
+
 @login_required
 def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
     """Step 3. Choose candidates for benchmarking, then go on to create the plan."""
@@ -213,7 +217,7 @@ def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
         else:
             messages.success(request, f"{count} candidates chosen for the benchmark plan.")
             return redirect("selections:plan", selection_id=selection.pk)
-    leaders = kept[:20]
+    leaders = kept[:PLAN_CHOICES]
     context = {
         "selection": selection,
         "leaders": leaders,

@@ -69,6 +69,34 @@ def log_in(page: Page, username: str) -> None:
     page.wait_for_url("**/")
 
 
+def fill_in(page: Page, values: dict[str, str]) -> None:
+    """Type each value into the field its selector names."""
+    for selector, value in values.items():
+        page.fill(selector, value)
+
+
+def enter_the_goal(page: Page, goal: dict[str, str]) -> None:
+    """Wizard step 1: a new Llama 3.1 8B selection on H100s with the goal's fields, saved; the
+    page is then the selection's, ready to compute candidates."""
+    page.click("nav.mainnav >> text=Selections")
+    page.click("#new-selection")
+    page.select_option("#id_model", "llama-3.1-8b")
+    page.check("#field-accelerators input[value='h100-sxm']")
+    fill_in(page, goal)
+    page.click("#save-goal")
+    page.wait_for_selector("#compute-candidates")
+
+
+def accept_as(page: Page, username: str, record_id: int) -> None:
+    """Log out, log in as the approver and accept the proposed decision record."""
+    page.click("button:has-text('Log out')")
+    log_in(page, username)
+    page.goto(f"/decisions/{record_id}/")
+    page.click("#accept-record")
+    assert page.locator("#record-status").inner_text() == "Accepted"
+    assert page.locator("#approved-by").inner_text() == username
+
+
 def screenshot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -8,7 +8,7 @@ from apps.selections import services
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
 from tests.benchmarks.factories import result_document
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import accept_as, enter_the_goal, log_in, screenshot
 from tests.decisions.factories import make_approver
 from tests.evidence.factories import measured_attempt, plan_for
 from tests.selections.catalog_fixture import load_catalog
@@ -27,14 +27,7 @@ GOAL = {
 
 
 def walk_the_wizard(page, sent: list) -> Selection:
-    page.click("nav.mainnav >> text=Selections")
-    page.click("#new-selection")
-    page.select_option("#id_model", "llama-3.1-8b")
-    page.check("#field-accelerators input[value='h100-sxm']")
-    for selector, value in GOAL.items():
-        page.fill(selector, value)
-    page.click("#save-goal")
-    page.wait_for_selector("#compute-candidates")
+    enter_the_goal(page, GOAL)
     page.click("#compute-candidates")
     # No Celery worker here: play the queued computation, as the wizard test does.
     page.wait_for_selector("#computation[data-computation='queued'] progress")
@@ -77,12 +70,7 @@ def test_a_selection_becomes_an_accepted_record_with_its_markdown(
     page.click("#accept-record")
     assert "cannot approve" in page.locator(".messages").inner_text()
 
-    page.click("button:has-text('Log out')")
-    log_in(page, "bob")
-    page.goto(f"/decisions/{selection.decision_records.get().pk}/")
-    page.click("#accept-record")
-    assert page.locator("#record-status").inner_text() == "Accepted"
-    assert page.locator("#approved-by").inner_text() == "bob"
+    accept_as(page, "bob", selection.decision_records.get().pk)
     assert page.locator("#part-evidence table").count() >= 1
     screenshot(page, "decisions-record")
 

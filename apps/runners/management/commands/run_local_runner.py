@@ -1,8 +1,9 @@
 """The local runner `make run` starts: a simulated-engine runner of the demo team.
 
-It waits for the web server, enrolls once over HTTP (the credentials stay in var/local-runner/),
-then becomes `stackselect-runner start`. The runner code is only ever run as a separate program:
-the web app never imports it.
+It waits for the web server, enrolls once over HTTP (the credentials stay in var/local-runner/,
+or in the folder --home names, so `make demo` can run several), then becomes
+`stackselect-runner start`. The runner code is only ever run as a separate program: the web app
+never imports it.
 """
 
 from __future__ import annotations
@@ -33,19 +34,34 @@ class Command(BaseCommand):
         parser.add_argument("--admin", default="demo", help="a team admin who issues the token")
         parser.add_argument("--accelerator", default="h100-sxm")
         parser.add_argument("--gpus", type=int, default=8)
+        parser.add_argument("--name", default="local-simulated", help="the runner's name")
+        parser.add_argument(
+            "--home", default="local-runner", help="its credentials folder, under the var dir"
+        )
 
-    def handle(self, *args, url: str, team: str, admin: str, accelerator: str, gpus: int, **opts):
-        home = Path(settings.VAR_DIR) / "local-runner"
+    def handle(
+        self,
+        *args,
+        url: str,
+        team: str,
+        admin: str,
+        accelerator: str,
+        gpus: int,
+        name: str,
+        home: str,
+        **opts,
+    ) -> None:
+        folder = Path(settings.VAR_DIR) / home
         env = {
             **os.environ,
-            "STACKSELECT_RUNNER_CONFIG": str(home / "credentials.json"),
-            "STACKSELECT_RUNNER_WORK_DIR": str(home / "work"),
+            "STACKSELECT_RUNNER_CONFIG": str(folder / "credentials.json"),
+            "STACKSELECT_RUNNER_WORK_DIR": str(folder / "work"),
         }
         self._wait_for(url)
-        if not (home / "credentials.json").exists():
+        if not (folder / "credentials.json").exists():
             token = self._token(team, admin)
             enroll = [*RUNNER_CLI, "enroll", "--url", url, "--token", token,
-                      "--name", "local-simulated", "--simulate-accelerator", accelerator,
+                      "--name", name, "--simulate-accelerator", accelerator,
                       "--simulate-gpus", str(gpus)]  # fmt: skip
             pid = os.spawnve(os.P_WAIT, sys.executable, enroll, env)
             if pid != 0:
