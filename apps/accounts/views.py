@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -14,6 +14,8 @@ from apps.accounts import services
 from apps.accounts.choices import Role
 from apps.accounts.forms import ApiTokenForm, MembershipForm, TeamSwitchForm
 from apps.accounts.middleware import SESSION_TEAM_KEY
+from apps.accounts.models import Membership
+from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.selectors import api_tokens_of, memberships_of, team_members
 from apps.audit.services import Actor
 
@@ -49,6 +51,7 @@ def profile(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    get_object_or_404(api_tokens_of(user=request.user), pk=token_id)  # another's: 404
     try:
         token = services.api_token_revoke(actor_user=request.user, token_id=token_id)
     except ValidationError as error:
@@ -96,6 +99,7 @@ def members(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
+    get_scoped_or_404(Membership.objects.all(), request.team, pk=membership_id)
     try:
         services.membership_remove(
             actor_user=request.user, team=request.team, membership_id=membership_id

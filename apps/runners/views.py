@@ -65,6 +65,7 @@ def runner_detail(request: HttpRequest, runner_id: int) -> HttpResponse:
 @require_POST
 def runner_rotate(request: HttpRequest, runner_id: int) -> HttpResponse:
     _require_team(request)
+    get_scoped_or_404(Runner.objects.all(), request.team, pk=runner_id)  # another team's: 404
     try:
         runner, credential = services.runner_rotate(
             actor_user=request.user, team=request.team, runner_id=runner_id
@@ -79,6 +80,7 @@ def runner_rotate(request: HttpRequest, runner_id: int) -> HttpResponse:
 @require_POST
 def runner_revoke(request: HttpRequest, runner_id: int) -> HttpResponse:
     _require_team(request)
+    get_scoped_or_404(Runner.objects.all(), request.team, pk=runner_id)  # another team's: 404
     try:
         runner = services.runner_revoke(
             actor_user=request.user, team=request.team, runner_id=runner_id

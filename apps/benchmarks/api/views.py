@@ -21,6 +21,7 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     serializer_class = PlanSerializer
     permission_classes = [TeamRolePermission]
+    lookup_value_regex = r"[0-9]+"  # the actions parse it as an integer
 
     def get_queryset(self):
         return plans_of(team=request_team(self.request)).prefetch_related("jobs__attempts")
@@ -47,7 +48,7 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=None, responses=PlanSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str) -> Response:
+    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
         plan = services.plan_cancel(
             actor_user=request.user, team=request_team(request), plan_id=int(pk)
         )
@@ -57,13 +58,14 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 class JobViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = JobSerializer
     permission_classes = [TeamRolePermission]
+    lookup_value_regex = r"[0-9]+"  # the actions parse it as an integer
 
     def get_queryset(self):
         return jobs_of(team=request_team(self.request)).prefetch_related("attempts")
 
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str) -> Response:
+    def cancel(self, request: Request, pk: str, format: str | None = None) -> Response:
         job = services.job_cancel(
             actor_user=request.user, team=request_team(request), job_id=int(pk)
         )

@@ -24,10 +24,16 @@ class TriggerSerializer(serializers.ModelSerializer):
 class _RecordBase(serializers.ModelSerializer):
     reference = serializers.CharField(read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    proposed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    supersedes = serializers.SlugRelatedField(slug_field="number", read_only=True)
-    superseded_by = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    proposed_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    supersedes = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
+    superseded_by = serializers.SlugRelatedField(
+        slug_field="number", read_only=True, allow_null=True
+    )
 
 
 SUMMARY_FIELDS = [

@@ -43,6 +43,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     that is no longer a draft answers 409."""
 
     permission_classes = [TeamRolePermission]
+    lookup_value_regex = r"[0-9]+"  # the actions parse it as an integer
 
     def get_queryset(self):
         team = request_team(self.request)
@@ -70,7 +71,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return self._answer(record, status.HTTP_201_CREATED)
 
     @extend_schema(request=RecordUpdateIn, responses=RecordSerializer)
-    def update(self, request: Request, pk: str) -> Response:
+    def update(self, request: Request, pk: str, format: str | None = None) -> Response:
         data = _valid(RecordUpdateIn, request)
         record = services.record_update(
             actor_user=request.user,
@@ -83,7 +84,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=None, responses=RecordSerializer)
     @action(detail=True, methods=["post"])
-    def propose(self, request: Request, pk: str) -> Response:
+    def propose(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_propose(
             actor_user=request.user, team=request_team(request), record_id=int(pk)
         )
@@ -91,7 +92,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=None, responses=RecordSerializer)
     @action(detail=True, methods=["post"])
-    def accept(self, request: Request, pk: str) -> Response:
+    def accept(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_accept(
             actor_user=request.user, team=request_team(request), record_id=int(pk)
         )
@@ -99,7 +100,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ReasonIn, responses=RecordSerializer)
     @action(detail=True, methods=["post"])
-    def reject(self, request: Request, pk: str) -> Response:
+    def reject(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_reject(
             actor_user=request.user,
             team=request_team(request),
@@ -110,7 +111,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ReasonIn, responses=RecordSerializer)
     @action(detail=True, methods=["post"])
-    def deprecate(self, request: Request, pk: str) -> Response:
+    def deprecate(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_deprecate(
             actor_user=request.user,
             team=request_team(request),
@@ -121,7 +122,7 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=SupersedeIn, responses={201: RecordSerializer})
     @action(detail=True, methods=["post"])
-    def supersede(self, request: Request, pk: str) -> Response:
+    def supersede(self, request: Request, pk: str, format: str | None = None) -> Response:
         """A new draft superseding this accepted record; accepting it supersedes this one."""
         record = services.record_supersede(
             actor_user=request.user,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny
@@ -210,7 +211,10 @@ class ResultsView(RunnerView):
         responses={
             201: s.ResultUploadOut,
             200: s.ResultUploadOut,
-            400: s.ErrorOut,
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="A bad upload ({detail, code}) or field errors by header or field.",
+            ),
             409: CONFLICT,
             413: s.ErrorOut,
         },

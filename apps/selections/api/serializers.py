@@ -54,6 +54,10 @@ class PrecisionListField(serializers.ListField):
     def to_internal_value(self, data: Any) -> list[str]:
         return super().to_internal_value([data] if isinstance(data, str) else data)
 
+    def to_representation(self, data: Any) -> list[str]:
+        """A goal stored with one word (not a list) reads back as that word, not its letters."""
+        return super().to_representation([data] if isinstance(data, str) else data)
+
 
 class LengthSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=LENGTH_KINDS)
@@ -290,7 +294,7 @@ class KeptCandidateSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     rank = serializers.IntegerField()
     stack = StackSerializer()
-    score = serializers.FloatField()
+    score = serializers.FloatField(allow_null=True)
     estimate = serializers.JSONField()
     hints = ReasonSerializer(many=True)
     capability_ids = serializers.ListField(child=serializers.IntegerField())

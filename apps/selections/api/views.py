@@ -81,7 +81,7 @@ class SelectionViewSet(
         return data
 
     @extend_schema(request=SelectionInputSerializer, responses={201: SelectionSerializer})
-    def create(self, request: Request) -> Response:
+    def create(self, request: Request, format: str | None = None) -> Response:
         data = self._input(request)
         data.is_valid(raise_exception=True)
         selection = services.selection_create(
@@ -90,7 +90,7 @@ class SelectionViewSet(
         return Response(SelectionSerializer(selection).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=SelectionInputSerializer, responses={200: SelectionSerializer})
-    def update(self, request: Request, pk: str) -> Response:
+    def update(self, request: Request, pk: str, format: str | None = None) -> Response:
         selection = self.get_object()
         data = self._input(request)
         selection = services.selection_update(
@@ -100,7 +100,7 @@ class SelectionViewSet(
 
     @extend_schema(parameters=_FILTER_PARAMS, responses={200: CandidateListSerializer})
     @action(detail=True, methods=["get"])
-    def candidates(self, request: Request, pk: str) -> Response:
+    def candidates(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Kept stacks ranked with score, estimate and hints; dropped ones with their reasons.
 
         Both lists are paged with the same page and page_size; dropped_groups covers all."""
@@ -126,7 +126,7 @@ class SelectionViewSet(
 
     @extend_schema(request=None, responses={202: ComputationSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/compute")
-    def compute(self, request: Request, pk: str) -> Response:
+    def compute(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Queue the (re)computation of the candidates of the selection's current goal.
 
         Answers 202 at once; poll `status_url` until `computation` is done (then read the
@@ -138,7 +138,7 @@ class SelectionViewSet(
 
     @extend_schema(responses={200: ComputationSerializer})
     @action(detail=True, methods=["get"], url_path="candidates/status", url_name="status")
-    def computation(self, request: Request, pk: str) -> Response:
+    def computation(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Where the candidate computation stands: queued, running, done or failed."""
         return Response(self._status(self.get_object()))
 
@@ -149,7 +149,7 @@ class SelectionViewSet(
 
     @extend_schema(request=CandidateChoiceSerializer, responses={200: CandidateChoiceSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/choose")
-    def choose(self, request: Request, pk: str) -> Response:
+    def choose(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Mark exactly these kept candidates as chosen for the benchmark plan."""
         selection = self.get_object()
         data = CandidateChoiceSerializer(data=request.data)
@@ -160,7 +160,7 @@ class SelectionViewSet(
 
     @extend_schema(request=TraceUploadSerializer, responses={201: TraceSerializer})
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
-    def traces(self, request: Request, pk: str) -> Response:
+    def traces(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Upload a CSV or JSONL trace; by default its lengths and arrival become the workload."""
         selection = self.get_object()
         data = TraceUploadSerializer(data=request.data)
