@@ -25,3 +25,5 @@ urlpatterns = [
         name="api-docs",
     ),
 ]
+
+handler404 = "apps.core.views.not_found"

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django.views.defaults import page_not_found
 
 from apps.core import metrics
 from apps.core.selectors import readiness
@@ -35,3 +36,10 @@ def readyz(request: HttpRequest) -> HttpResponse:
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(metrics.render(), content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """API clients get a JSON 404 like every other API error; people get the page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    return page_not_found(request, exception)

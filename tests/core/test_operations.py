@@ -65,3 +65,10 @@ def test_the_home_page_names_every_section(alice_client, alice, acme):
     html = alice_client.get("/").content.decode()
     for section in ("Selections", "Catalog", "Runners", "Decisions", "Audit"):
         assert section in html
+
+
+def test_an_unknown_api_path_is_a_json_404_and_an_unknown_page_is_html(alice_client):
+    api = alice_client.get("/api/runner/v1/attempts/AAA/claim")
+    assert api.status_code == 404 and api.json()["code"] == "not_found"
+    page = alice_client.get("/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
