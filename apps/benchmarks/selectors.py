@@ -20,7 +20,10 @@ from apps.runners.selectors import runner_state, runners_of
 
 def plans_of(*, team: Any) -> QuerySet[BenchmarkPlan]:
     return scoped(
-        BenchmarkPlan.objects.select_related("selection").annotate(job_count=Count("jobs")), team
+        BenchmarkPlan.objects.select_related("selection")
+        .annotate(job_count=Count("jobs"))
+        .order_by("-created_at", "-id"),
+        team,
     )
 
 

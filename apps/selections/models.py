@@ -37,6 +37,11 @@ class Selection(models.Model):
     workload = models.JSONField()
     slo = models.JSONField()
     constraints = models.JSONField(default=dict)
+    dropped_groups = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Dropped stacks by reason code, stored with the candidates.",
+    )
     computation = models.CharField(
         max_length=10, choices=ComputeState.choices, default=ComputeState.IDLE
     )

@@ -96,16 +96,15 @@ def _label(stack: Mapping[str, Any]) -> str:
     )
 
 
-def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
-    """Dropped stacks grouped by reason code, largest group first, with a few examples each.
-
-    One pass over two JSON columns; a stack with several reasons counts in each group.
-    """
+def group_dropped(
+    rows: Iterable[tuple[Mapping[str, Any], Iterable[Mapping[str, Any]]]],
+) -> list[DroppedGroup]:
+    """Dropped stacks (stack, reasons) grouped by reason code, largest group first, with a few
+    examples each; a stack with several reasons counts in each group."""
     counts: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     messages: dict[str, str] = {}
-    rows = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.DROPPED)
-    for stack, reasons in rows.order_by("id").values_list("stack", "reasons").iterator(2000):
+    for stack, reasons in rows:
         for reason in reasons:
             code = reason["code"]
             counts[code] = counts.get(code, 0) + 1
@@ -116,6 +115,15 @@ def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
         DroppedGroup(code, count, examples[code], messages[code])
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
+
+
+def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
+    """The groups stored when the candidates were computed; selections computed before they
+    were stored are grouped from their rows."""
+    if selection.dropped_groups is not None:
+        return [DroppedGroup(**group) for group in selection.dropped_groups]
+    rows = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.DROPPED)
+    return group_dropped(rows.order_by("id").values_list("stack", "reasons").iterator(2000))
 
 
 def leading_curves(*, selection: Selection) -> list[tuple[str, list[dict[str, float]]]]:

@@ -8,7 +8,7 @@ locked only while the rows are replaced.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -29,6 +29,7 @@ from apps.selections.catalog_adapter import CatalogSnapshot
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.replay import resolved_workload
+from apps.selections.selectors import group_dropped
 from apps.selections.traces import parse_trace, summary_document, workload_fragment
 from apps.selections.workload import trace_summary
 from config.celery import app as celery_app
@@ -87,6 +88,7 @@ def _reset_goal(selection: Selection) -> None:
     """Save a changed goal: the candidates answered the old one, so they and their state go."""
     selection.state = SelectionState.DRAFT
     selection.computation = ComputeState.IDLE
+    selection.dropped_groups = None
     selection.save()
     selection.candidates.all().delete()
 
@@ -174,11 +176,23 @@ def candidates_compute(
         Candidate.objects.bulk_create(
             (_candidate_row(locked, verdict) for verdict in verdicts), batch_size=_INSERT_BATCH
         )
+        groups = group_dropped(
+            (verdict.stack.as_dict(), [reason.as_dict() for reason in verdict.reasons])
+            for verdict in evaluation.dropped
+        )
         locked.state = SelectionState.CANDIDATES_READY
         locked.computation = ComputeState.DONE
         locked.computation_error = ""
-        locked.save(update_fields=["state", "computation", "computation_error", "updated_at"])
-        codes = Counter(reason.code for v in evaluation.dropped for reason in v.reasons)
+        locked.dropped_groups = [asdict(group) for group in groups]
+        locked.save(
+            update_fields=[
+                "state",
+                "computation",
+                "computation_error",
+                "dropped_groups",
+                "updated_at",
+            ]
+        )
         audit_record(
             actor=Actor.for_user(actor_user),
             action="selection.candidates_compute",
@@ -187,7 +201,7 @@ def candidates_compute(
             after={
                 "kept": len(evaluation.kept),
                 "dropped": len(evaluation.dropped),
-                "reasons": dict(sorted(codes.items())),
+                "reasons": dict(sorted((group.code, group.count) for group in groups)),
                 "leader": evaluation.kept[0].stack.as_dict() if evaluation.kept else None,
             },
             message=f"{len(evaluation.kept)} kept, {len(evaluation.dropped)} dropped",

@@ -8,10 +8,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.audit.models import AuditEvent
-from apps.selections import services
+from apps.selections import selectors, services
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
-from tests.selections.helpers import create_selection
+from tests.selections.helpers import create_selection, update_selection
 from tests.selections.test_traces import CSV
 
 pytestmark = pytest.mark.django_db
@@ -187,3 +187,20 @@ def test_dropped_groups_show_each_codes_count_and_up_to_three_examples(
     for group in groups:
         row = page.split(f'<tr data-code="{group.code}">')[1].split("</tr>")[0]
         assert f"<td>{group.count}</td>" in row
+
+
+def test_the_groups_are_stored_with_the_candidates_and_cleared_with_the_goal(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    computed = services.candidates_compute(actor_user=alice, selection=selection)
+    stored = selectors.dropped_groups(selection=computed)
+
+    computed.dropped_groups = None  # what a selection computed before groups were stored has
+    assert selectors.dropped_groups(selection=computed) == stored
+
+    goal_payload["constraints"]["max_gpus"] = 2
+    edited = update_selection(user=alice, selection=computed, payload=goal_payload)
+    edited.refresh_from_db()
+    assert edited.dropped_groups is None and not edited.candidates.exists()
