@@ -268,7 +268,7 @@ def result_upload(
                 meta=parsed.meta,
                 summary=summary,
             )
-            _ingest_as_evidence(upload)
+            _ingest_as_evidence(upload, parsed.document)
             audit_record(
                 actor=Actor.for_runner(runner),
                 action="result_upload.create",
@@ -293,10 +293,10 @@ def result_upload(
     return upload, True
 
 
-def _ingest_as_evidence(upload: ResultUpload) -> None:
+def _ingest_as_evidence(upload: ResultUpload, document: dict[str, Any]) -> None:
     """Samples go into the evidence tables in the upload's transaction: all stored, or none."""
     try:
-        ingest_upload(upload=upload)
+        ingest_upload(upload=upload, body=document)
     except EvidenceUploadError as error:
         raise UploadError(str(error)) from error
 

@@ -34,6 +34,7 @@ class ParsedUpload:
     records: list[dict[str, Any]]
     meta: dict[str, Any]
     duration_s: float | None
+    document: dict[str, Any]  # the decoded body, so ingest need not gunzip and decode it again
 
 
 def gunzip_limited(body: bytes, *, max_bytes: int) -> bytes:
@@ -95,4 +96,5 @@ def parse_upload(raw: bytes, *, load_point_count: int) -> ParsedUpload:
         records=records,
         meta={key: document.get(key) for key in META_KEYS},
         duration_s=float(duration) if duration else None,
+        document=document,
     )

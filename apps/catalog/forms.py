@@ -9,7 +9,6 @@ from django import forms
 from django.db import models
 
 from apps.catalog.editable import (
-    BACKEND_FIELDS,
     CAPABILITY_FIELDS,
     ENGINE_FIELDS,
     FEATURE_FIELDS,
@@ -23,7 +22,6 @@ from apps.catalog.models import (
     Engine,
     EngineRelease,
     Feature,
-    KernelBackend,
     ModelSpec,
 )
 
@@ -85,12 +83,6 @@ class EngineReleaseForm(CatalogModelForm):
         model = EngineRelease
         fields = RELEASE_FIELDS
         widgets = {"release_date": DATE_INPUT, "as_of": DATE_INPUT, "defaults_as_of": DATE_INPUT}
-
-
-class KernelBackendForm(CatalogModelForm):
-    class Meta(CatalogModelForm.Meta):
-        model = KernelBackend
-        fields = BACKEND_FIELDS
 
 
 class AcceleratorForm(CatalogModelForm):

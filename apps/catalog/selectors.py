@@ -1,5 +1,5 @@
-"""Reads of the catalog: detail pages, comparisons, history, statistics and the indexes other
-apps (Selections) build on. Each returns in a fixed number of queries, whatever the catalog size.
+"""Reads of the catalog: detail pages, comparisons, history and statistics. Each returns in a
+fixed number of queries, whatever the catalog size.
 """
 
 from __future__ import annotations
@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
 
 from django.db import models
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
@@ -25,65 +24,12 @@ from apps.catalog.models import (
     Feature,
     KernelBackend,
     ModelSpec,
-    ReleaseBackend,
 )
 from apps.catalog.services import RELEASE_DEFAULT_FIELDS
 
 _DEFAULT_VALUE_FIELDS = tuple(
     name for name in RELEASE_DEFAULT_FIELDS if name not in ("defaults_source", "defaults_as_of")
 )
-
-
-@dataclass(frozen=True)
-class CellFact:
-    """A capability cell reduced to what stack selection needs."""
-
-    capability_id: int
-    maturity: str
-    backend_slug: str
-    vendor: str
-    family: str
-    evidence_url: str
-    as_of: date
-    needs_review: bool
-
-
-def capability_index(
-    release_ids: Iterable[int] | None = None,
-) -> dict[tuple[int, str], list[CellFact]]:
-    """{(release_id, feature_key): cells} in one query, optionally for some releases only."""
-    cells = Capability.objects.all()
-    if release_ids is not None:
-        cells = cells.filter(release_id__in=list(release_ids))
-    rows = cells.order_by("release_id", "feature__key", "id").values_list(
-        "id",
-        "release_id",
-        "feature__key",
-        "maturity",
-        "backend__slug",
-        "vendor",
-        "family",
-        "evidence_url",
-        "as_of",
-        "needs_review",
-    )
-    index: dict[tuple[int, str], list[CellFact]] = defaultdict(list)
-    for cell_id, release_id, key, maturity, backend, vendor, family, url, as_of, review in rows:
-        index[(release_id, key)].append(
-            CellFact(cell_id, maturity, backend or "", vendor, family, url, as_of, review)
-        )
-    return dict(index)
-
-
-def engine_releases_with_backends() -> list[EngineRelease]:
-    """Every release with its engine and its kernel backends (`release.backends`), in 2 queries."""
-    return list(
-        EngineRelease.objects.select_related("engine")
-        .prefetch_related(
-            Prefetch("backends", queryset=ReleaseBackend.objects.select_related("backend"))
-        )
-        .order_by("engine__kind", "engine__name", "-pk")
-    )
 
 
 def latest_releases(engines: Iterable[Engine]) -> dict[int, EngineRelease]:

@@ -135,12 +135,6 @@ def leading_curves(*, selection: Selection) -> list[tuple[str, list[dict[str, fl
     return curves
 
 
-def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
-    return candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT).filter(
-        chosen=True
-    )
-
-
 def traces_of_team(*, team: Any) -> QuerySet[WorkloadTrace]:
     """Every trace the team uploaded, newest first: the ones a workload may replay."""
     return scoped(WorkloadTrace.objects.all(), team).defer("rows")

@@ -1,47 +1,10 @@
 import pytest
 
 from apps.catalog.matrix import build_matrix, matrix_cells
-from apps.catalog.models import Capability, EngineRelease, KernelBackend
-from apps.catalog.selectors import capability_index, engine_releases_with_backends
+from apps.catalog.models import Capability
 from tests.catalog.factories import make_cell, make_engine, make_feature, make_release
 
 pytestmark = pytest.mark.django_db
-
-
-def test_the_capability_index_groups_every_cell_by_release_and_feature_in_one_query(
-    catalog, django_assert_num_queries
-):
-    with django_assert_num_queries(1):
-        index = capability_index()
-    assert sum(len(cells) for cells in index.values()) == Capability.objects.count()
-    tgi = EngineRelease.objects.get(engine__slug="tgi")
-    prefix = index[(tgi.pk, "prefix_caching")]
-    assert {(c.backend_slug, c.maturity) for c in prefix} == set(
-        Capability.objects.filter(release=tgi, feature__key="prefix_caching").values_list(
-            "backend__slug", "maturity"
-        )
-    )
-
-
-def test_the_capability_index_can_be_limited_to_some_releases(catalog):
-    vllm = EngineRelease.objects.get(engine__slug="vllm")
-    index = capability_index(release_ids=[vllm.pk])
-    assert {release_id for release_id, _ in index} == {vllm.pk}
-
-
-def test_releases_come_with_their_engine_and_backends_in_two_queries(
-    catalog, django_assert_num_queries
-):
-    with django_assert_num_queries(2):
-        releases = engine_releases_with_backends()
-        backends = {
-            release.engine.slug: {row.backend.slug for row in release.backends.all()}
-            for release in releases
-        }
-    assert "flashinfer" in backends["vllm"]
-    assert KernelBackend.objects.filter(slug__in=backends["llama-cpp"]).count() == len(
-        backends["llama-cpp"]
-    )
 
 
 def test_a_general_cell_colours_the_matrix_pair_before_a_more_mature_narrowed_one(db):
