@@ -16,14 +16,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed-base: requirements/base.lock | $(BIN)/python
+$(VENV)/.installed-base: requirements/base.lock domain/pyproject.toml runner/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --require-hashes -r requirements/base.lock
-	$(BIN)/pip install -q --no-deps -e runner
+	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@
 
-$(VENV)/.installed-dev: requirements/dev.lock | $(BIN)/python
+$(VENV)/.installed-dev: requirements/dev.lock domain/pyproject.toml runner/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --require-hashes -r requirements/dev.lock
-	$(BIN)/pip install -q --no-deps -e runner
+	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@ $(VENV)/.installed-base
 
 install: $(VENV)/.installed-base
@@ -53,6 +53,7 @@ browser:
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 pytest: install-dev
 	@$(TEST_ENV) $(BIN)/python manage.py preflight

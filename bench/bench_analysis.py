@@ -20,9 +20,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from stackselect_domain.slo import SLO
+
 from apps.evidence.analysis import PERCENTILES, summarize
 from apps.evidence.schema import LoadPoint, LoadPointSamples
-from apps.selections.simulator import SLO
 
 ERROR_SHARE = 0.01
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from stackselect_domain.slo import SLO
+from stackselect_domain.workload import Workload, generate_requests
+
 from apps.selections.estimator import (
     AcceleratorSpec,
     ModelArch,
@@ -20,8 +23,7 @@ from apps.selections.estimator import (
     build_step_cost,
     estimate_memory,
 )
-from apps.selections.simulator import SLO, EngineConfig, simulate
-from apps.selections.workload import Workload, generate_requests
+from apps.selections.simulator import EngineConfig, simulate
 
 LLAMA_8B = ModelArch(
     params_total_b=8.03,

@@ -256,7 +256,7 @@ def computed(api: Api, selection_id: int) -> dict[str, Any] | None:
 
 def takes(runner: SimulatedRunner, stack: dict[str, Any]) -> bool:
     """A runner takes jobs of its accelerator on its own GPU count or a power of two below it
-    (runner/PROTOCOL.md, "Queues and dispatch")."""
+    (docs/runner-protocol.md, "Queues and dispatch")."""
     count = stack["gpu_count"]
     fits = count == runner.gpus or (count <= runner.gpus and count & (count - 1) == 0)
     return stack["accelerator"] == runner.accelerator and fits

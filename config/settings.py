@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "apps.accounts.middleware.CurrentTeamMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.core.middleware.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -191,7 +192,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# The runner fleet (runner/PROTOCOL.md): heartbeats extend a lease; the reaper ends lost ones.
+# The runner fleet (docs/runner-protocol.md): heartbeats extend a lease; the reaper ends lost ones.
 RUNNER_HEARTBEAT_INTERVAL_S = env_int("RUNNER_HEARTBEAT_INTERVAL_S", 10, minimum=1)
 RUNNER_LEASE_SECONDS = env_int("RUNNER_LEASE_SECONDS", 60, minimum=5)
 RUNNER_OFFLINE_AFTER_S = env_int("RUNNER_OFFLINE_AFTER_S", 30, minimum=1)

@@ -9,7 +9,7 @@ urlpatterns = [
     path("", include("apps.core.urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("audit/", include("apps.audit.urls")),
-    path("runners/", include("apps.runners.urls")),
+    path("runners/", include("apps.benchmarks.fleet_urls")),
     path("benchmarks/", include("apps.benchmarks.urls")),
     path("selections/", include("apps.selections.urls")),
     path("evidence/", include("apps.evidence.urls")),
@@ -17,7 +17,7 @@ urlpatterns = [
     path("catalog/", include("apps.catalog.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("config.api_urls")),
-    path("api/runner/v1/", include("apps.runners.api.urls")),
+    path("api/runner/v1/", include("apps.benchmarks.api.runner_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/schema/swagger/",

@@ -1,23 +1,12 @@
-"""DRF permissions by team role, and the acting team of an API request."""
+"""DRF permissions by team role (the acting team is `apps.core.request_context.request_team`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from apps.accounts.choices import Role
 from apps.accounts.selectors import membership_for
-
-
-def request_team(request: Any) -> Any:
-    """The team an API call acts for: the token's team, else the session's current team.
-
-    Reading `request.user` first makes DRF authenticate, which is when a token sets the team.
-    """
-    if not request.user.is_authenticated:
-        return None
-    return getattr(request, "team", None)
+from apps.core.request_context import request_team
 
 
 class TeamRolePermission(BasePermission):

@@ -1,7 +1,8 @@
 """The one place that scopes team-owned data to the acting team.
 
 Every selector of a team-owned model goes through `scoped`, and every lookup by id through
-`get_scoped_or_404`, so an object of another team is indistinguishable from a missing one.
+`get_scoped_or_404` (a `NotFoundError`, which pages and the API answer with 404), so an
+object of another team is indistinguishable from a missing one.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
-from django.http import Http404
+
+from apps.core.errors import NotFoundError
 
 M = TypeVar("M", bound=Model)
 
@@ -26,4 +28,6 @@ def get_scoped_or_404(
     try:
         return scoped(queryset, team, team_field=team_field).get(**lookup)
     except (queryset.model.DoesNotExist, ValueError, TypeError) as exc:
-        raise Http404(f"No {queryset.model._meta.verbose_name} matches the given query.") from exc
+        raise NotFoundError(
+            f"No {queryset.model._meta.verbose_name} matches the given query."
+        ) from exc

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from stackselect_domain.canonical import canonical_hash
 
 GENESIS_HASH = "0" * 64
 HASHED_FIELDS = (
@@ -26,13 +26,9 @@ HASHED_FIELDS = (
 )
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
-    body = {name: fields[name] for name in HASHED_FIELDS}
-    return hashlib.sha256((prev_hash + canonical_json(body)).encode()).hexdigest()
+    """sha256 over the previous event's hash followed by this event's canonical JSON."""
+    return canonical_hash({name: fields[name] for name in HASHED_FIELDS}, prefix=prev_hash)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from typing import Any
 
 from django.db import connection, models
 from django.utils import timezone
+from stackselect_domain.canonical import canonical_json
 
-from apps.audit.chain import GENESIS_HASH, canonical_json, event_hash
+from apps.audit.chain import GENESIS_HASH, event_hash
 from apps.audit.choices import ActorType
 from apps.audit.models import AuditEvent
 from apps.core.request_context import current_request_id

@@ -17,7 +17,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
-from django.http import Http404
 from django.utils import timezone
 
 from apps.audit.services import Actor, audit_record
@@ -32,10 +31,9 @@ from apps.benchmarks.choices import (
 from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
-from apps.benchmarks.search import load_point_limit, probe_figures
-from apps.core.errors import ConflictError
-from apps.evidence.ingest import ingest_upload
-from apps.evidence.schema import UploadError as EvidenceUploadError
+from apps.benchmarks.search import load_point_limit
+from apps.benchmarks.signals import result_uploaded
+from apps.core.errors import ConflictError, NotFoundError
 from apps.runners.labels import runner_takes
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_queues
@@ -74,14 +72,14 @@ def _team_attempt(runner: Runner, attempt_id: int) -> JobAttempt:
         .first()
     )
     if attempt is None:
-        raise Http404("No such attempt.")
+        raise NotFoundError("No such attempt.")
     return attempt
 
 
 def _own_attempt(runner: Runner, attempt_id: int) -> JobAttempt:
     attempt = _team_attempt(runner, attempt_id)
     if attempt.runner_id != runner.pk:
-        raise Http404("No such attempt of this runner.")
+        raise NotFoundError("No such attempt of this runner.")
     return attempt
 
 
@@ -130,10 +128,20 @@ def attempt_claim(*, runner: Runner, attempt_id: int) -> JobAttempt:
     return attempt
 
 
-def _start_if_claimed(attempt: JobAttempt, now: datetime) -> None:
-    JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.CLAIMED).update(
+def _start_if_claimed(attempt: JobAttempt, now: datetime, runner: Runner) -> None:
+    """claimed -> running on the first sign of work, audited like every other transition."""
+    started = JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.CLAIMED).update(
         state=AttemptState.RUNNING, started_at=now
     )
+    if started:
+        audit_record(
+            actor=Actor.for_runner(runner),
+            action="attempt.start",
+            obj=attempt,
+            team=attempt.job.team,
+            before={"state": AttemptState.CLAIMED},
+            after={"state": AttemptState.RUNNING},
+        )
 
 
 def _clean_progress(progress: Any) -> dict[str, Any]:
@@ -148,11 +156,11 @@ def _clean_progress(progress: Any) -> dict[str, Any]:
     return cleaned
 
 
-def _store_progress(attempt: JobAttempt, progress: Any, now: datetime) -> None:
+def _store_progress(attempt: JobAttempt, progress: Any, now: datetime, runner: Runner) -> None:
     cleaned = _clean_progress(progress)
     cleaned.update(attempt=attempt.number, updated_at=now.isoformat(timespec="seconds"))
     BenchmarkJob.objects.filter(pk=attempt.job_id).update(progress=cleaned)
-    _start_if_claimed(attempt, now)
+    _start_if_claimed(attempt, now, runner)
 
 
 @dataclass(frozen=True)
@@ -176,9 +184,9 @@ def runner_heartbeat(*, runner: Runner, attempt_id: int | None, progress: Any) -
             pk=attempt.pk, runner=runner, state__in=ATTEMPT_LEASED
         ).update(lease_expires_at=lease)
         if extended and progress is not None:
-            _store_progress(attempt, progress, now)
+            _store_progress(attempt, progress, now, runner)
         elif extended:
-            _start_if_claimed(attempt, now)
+            _start_if_claimed(attempt, now, runner)
         cancel = not extended or attempt.job.cancel_requested
     return HeartbeatAnswer(
         cancel=cancel, lease_expires_at=lease if extended else None, queues=runner_queues(runner)
@@ -190,7 +198,7 @@ def attempt_progress(*, runner: Runner, attempt_id: int, progress: Any) -> JobAt
     attempt = _own_attempt(runner, attempt_id)
     if attempt.state not in ATTEMPT_LEASED:
         raise _conflict(attempt)
-    _store_progress(attempt, progress, timezone.now())
+    _store_progress(attempt, progress, timezone.now(), runner)
     return attempt
 
 
@@ -252,7 +260,6 @@ def result_upload(
     raw = gunzip_limited(body, max_bytes=settings.BENCHMARK_UPLOAD_MAX_RAW_BYTES)
     plan = attempt.job.plan
     parsed = parse_upload(raw, load_point_count=load_point_limit(plan))
-    summary = probe_figures(plan, parsed)
     try:
         with transaction.atomic():
             upload = ResultUpload.objects.create(
@@ -266,9 +273,8 @@ def result_upload(
                 body=body,
                 record_count=len(parsed.records),
                 meta=parsed.meta,
-                summary=summary,
             )
-            _ingest_as_evidence(upload, parsed.document)
+            result_uploaded.send(sender=ResultUpload, upload=upload, document=parsed.document)
             audit_record(
                 actor=Actor.for_runner(runner),
                 action="result_upload.create",
@@ -291,14 +297,6 @@ def result_upload(
             code="duplicate_chunk",
         ) from error
     return upload, True
-
-
-def _ingest_as_evidence(upload: ResultUpload, document: dict[str, Any]) -> None:
-    """Samples go into the evidence tables in the upload's transaction: all stored, or none."""
-    try:
-        ingest_upload(upload=upload, body=document)
-    except EvidenceUploadError as error:
-        raise UploadError(str(error)) from error
 
 
 def _missing_load_points(attempt: JobAttempt) -> list[int]:

@@ -1,4 +1,4 @@
-"""A plan's identity (DOMAIN.md section 5), its fingerprint, load points and request schedule.
+"""A plan's identity (docs/domain.md section 5), its fingerprint, load points and request schedule.
 
 No database access: the caller passes the selection's documents in. Every candidate of a plan
 runs the same requests (one seed, arrivals drawn at unit rate; a load point's rate divides
@@ -7,21 +7,21 @@ them), so the identity is everything that must not differ between two results to
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from apps.audit.chain import canonical_json
-from apps.benchmarks.choices import PlanMode
-from apps.selections.candidates.goal import open_loop_workload
-from apps.selections.simulator import SLO
-from apps.selections.workload import (
+from stackselect_domain.canonical import canonical_hash
+from stackselect_domain.slo import SLO
+from stackselect_domain.workload import (
     ClosedLoop,
     Workload,
     generate_requests,
 )
+
+from apps.benchmarks.choices import PlanMode
+from apps.selections.candidates.goal import open_loop_workload
 
 IDENTITY_VERSION = 1
 MAX_LOAD_POINTS = 16
@@ -32,7 +32,6 @@ DEFAULT_LADDER = (0.5, 1.0, 2.0)
 # A max-rate search stops once its bracket is this close (runner/stackselect_runner/search.py).
 SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
-SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")
 
 
 @dataclass(frozen=True)
@@ -141,13 +140,7 @@ def request_schedule(workload: Workload, *, count: int, seed: int) -> list[dict[
 
 def search_slo(slo: Mapping[str, Any]) -> dict[str, Any]:
     """The selection's SLO with its defaults filled in; a search needs a latency target."""
-    try:
-        parsed = SLO(**{key: slo[key] for key in SLO_KEYS if slo.get(key) is not None})
-    except ValueError as error:
-        raise ValueError(f"slo: {error}") from error
-    if not parsed.targets():
-        raise ValueError("slo: a max-rate search needs a ttft_ms, tpot_ms or e2e_ms target")
-    return asdict(parsed)
+    return SLO.from_dict(slo, need_target=True).as_dict()
 
 
 def search_section(
@@ -226,4 +219,4 @@ def build_identity(
 
 
 def identity_fingerprint(identity: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()
+    return canonical_hash(identity)

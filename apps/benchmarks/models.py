@@ -1,6 +1,6 @@
 """Benchmark plans, one job per chosen candidate, attempts on runners, logs and raw results.
 
-A plan's identity (DOMAIN.md section 5) is shared by all its jobs, so their results compare.
+A plan's identity (docs/domain.md section 5) is shared by all its jobs, so their results compare.
 Result uploads keep the raw gzip body: the Evidence issue ingests the per-request records from it.
 """
 

@@ -1,4 +1,4 @@
-"""Result uploads: unzip within a size limit and check the envelope of runner/PROTOCOL.md.
+"""Result uploads: unzip within a size limit and check the envelope of docs/runner-protocol.md.
 
 The records themselves are checked and analysed by the evidence app when the upload is ingested
 (apps/evidence/ingest.py), in the same transaction. A bad upload raises UploadError naming the
@@ -69,7 +69,7 @@ def _optional_number(record: Mapping[str, Any], key: str, where: str) -> None:
 
 
 def parse_upload(raw: bytes, *, load_point_count: int) -> ParsedUpload:
-    """Check the decompressed JSON body of POST .../results (runner/PROTOCOL.md)."""
+    """Check the decompressed JSON body of POST .../results (docs/runner-protocol.md)."""
     try:
         document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -13,6 +13,7 @@ from apps.accounts.scoping import scoped
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 from apps.benchmarks.search import load_point_limit, search_view
+from apps.benchmarks.signals import job_results_wanted
 from apps.core.metrics import GaugeSample
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_state, runners_of
@@ -78,7 +79,7 @@ def plan_progress(plan: BenchmarkPlan) -> dict[str, Any]:
 
 
 def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
-    """The job spec of runner/PROTOCOL.md, built from the plan and the job."""
+    """The job spec of docs/runner-protocol.md, built from the plan and the job."""
     job, plan = attempt.job, attempt.job.plan
     identity = plan.identity
     workload = identity["workload"]
@@ -153,3 +154,12 @@ def job_metrics() -> Iterator[GaugeSample]:
             {"state": state},
             float(counts.get(state, 0)),
         )
+
+
+def job_results(*, job: BenchmarkJob) -> list[Any]:
+    """The job's analysed load points, from the app that analyses them (`job_results_wanted`)."""
+    return [
+        result
+        for _, answer in job_results_wanted.send(sender=BenchmarkJob, job=job)
+        for result in answer or ()
+    ]

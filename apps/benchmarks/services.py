@@ -37,7 +37,7 @@ def _one_precision(candidates: list[Candidate]) -> str:
         raise ValidationError(
             {
                 "candidates": f"The chosen candidates use {' and '.join(precisions)}; a plan "
-                "measures one precision recipe (DOMAIN.md section 5). Make one plan per precision."
+                "measures one precision recipe, so its results compare: one plan per precision."
             }
         )
     return precisions[0]
@@ -61,7 +61,7 @@ def _job_engine(
 
 
 def _all_simulated(engines: list[dict[str, Any]]) -> bool:
-    """A plan is simulated or real as a whole: the two never compare (DOMAIN.md section 5)."""
+    """A plan is simulated or real as a whole: the two never compare (docs/domain.md section 5)."""
     simulated = {engine["adapter"] == SIMULATED_ADAPTER for engine in engines}
     if len(simulated) > 1:
         message = "Simulated and real engines cannot share a plan: results never compare."

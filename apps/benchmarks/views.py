@@ -19,13 +19,13 @@ from apps.benchmarks.identity import default_load_points
 from apps.benchmarks.search import search_view
 from apps.benchmarks.selectors import (
     job_attempts,
+    job_results,
     jobs_of,
     plan_jobs,
     plan_progress,
     plans_of,
     progress_fraction,
 )
-from apps.evidence.selectors import load_point_results_of_job
 from apps.selections.models import Selection
 
 PAGE_SIZE = 25
@@ -118,7 +118,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "attempts": job_attempts(job),
         "uploads": job.uploads.order_by("load_point_index", "chunk_index").defer("body"),
-        "results": load_point_results_of_job(job=job),
+        "results": job_results(job=job),
         "fraction": progress_fraction(job),
     }
     return render(request, "benchmarks/job_detail.html", context)

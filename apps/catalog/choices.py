@@ -28,7 +28,7 @@ class Vendor(models.TextChoices):
 
 
 class Contract(models.TextChoices):
-    """The six contracts of DOMAIN.md section 2, plus hardware reach and model formats."""
+    """The six contracts of docs/domain.md section 2, plus hardware reach and model formats."""
 
     SCHEDULER = "scheduler", "Scheduler"
     KV = "kv", "KV"

@@ -31,7 +31,7 @@ from apps.catalog.models import (
     ReleaseBackend,
 )
 from apps.catalog.services import ENTITY_NAMES, entry_create, entry_update
-from apps.decisions.triggers import batched_catalog_changes
+from apps.catalog.signals import batched_catalog_changes
 
 FIXTURE_DIR = Path(settings.BASE_DIR) / "fixtures" / "catalog"
 LOAD_MESSAGE = "catalog_load from fixtures/catalog"

@@ -30,8 +30,8 @@ from apps.catalog.models import (
     ModelSpec,
     ReleaseBackend,
 )
+from apps.catalog.signals import batched_catalog_changes, entry_changed
 from apps.core.errors import ConflictError
-from apps.decisions.triggers import batched_catalog_changes, on_catalog_entry_change
 
 M = TypeVar("M", bound=models.Model)
 
@@ -93,7 +93,7 @@ def entry_create(
         after=snapshot(instance),
         message=message,
     )
-    on_catalog_entry_change(instance=instance)
+    entry_changed(instance=instance)
     return instance
 
 
@@ -125,7 +125,7 @@ def entry_update(*, actor: Actor, instance: M, changes: Mapping[str, Any], messa
         after=snapshot(edited),
         message=message,
     )
-    on_catalog_entry_change(instance=edited)
+    entry_changed(instance=edited)
     return edited
 
 
@@ -149,7 +149,7 @@ def entry_delete(*, actor: Actor, instance: models.Model, message: str = "") -> 
         before=before,
         message=message,
     )
-    on_catalog_entry_change(instance=instance, pk=object_id)
+    entry_changed(instance=instance, pk=object_id)
 
 
 @transaction.atomic

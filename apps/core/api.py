@@ -11,13 +11,14 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from apps.core.errors import ConflictError
+from apps.core.errors import ConflictError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """Map service errors onto HTTP: validation -> 400 with field errors, conflicts -> 409."""
+    """Map service errors onto HTTP: validation -> 400 with field errors, not found -> 404,
+    conflicts -> 409."""
     if isinstance(exc, DjangoValidationError):
         detail = (
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
@@ -25,6 +26,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.ValidationError(detail=detail)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, NotFoundError):
+        exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, ConflictError):
         return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
     elif isinstance(exc, OperationalError | InterfaceError):

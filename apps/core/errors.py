@@ -7,3 +7,7 @@ class ConflictError(Exception):
     def __init__(self, message: str, *, code: str = "conflict") -> None:
         super().__init__(message)
         self.code = code
+
+
+class NotFoundError(Exception):
+    """No such object for this actor (another team's object is reported exactly the same)."""

@@ -1,13 +1,14 @@
-"""Request id propagation and per-view request metrics."""
+"""Request id propagation, per-view request metrics, and service errors mapped for pages."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 
 from apps.core import metrics
+from apps.core.errors import NotFoundError
 from apps.core.request_context import (
     accept_or_create_request_id,
     reset_request_id,
@@ -51,3 +52,17 @@ class RequestMetricsMiddleware:
             seconds=time.perf_counter() - started,
         )
         return response
+
+
+class ServiceErrorMiddleware:
+    """A page whose service says "no such object" answers Django's own 404 page."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        if isinstance(exception, NotFoundError):
+            raise Http404(str(exception)) from exception

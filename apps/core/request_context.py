@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import re
 import uuid
+from typing import Any
 
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -27,3 +28,13 @@ def reset_request_id(token: contextvars.Token) -> None:
 
 def current_request_id() -> str:
     return _request_id.get()
+
+
+def request_team(request: Any) -> Any:
+    """The team an API call acts for: the token's team, else the session's current team.
+
+    Reading `request.user` first makes DRF authenticate, which is when a token sets the team.
+    """
+    if not request.user.is_authenticated:
+        return None
+    return getattr(request, "team", None)

@@ -5,3 +5,8 @@ class DecisionsConfig(AppConfig):
     name = "apps.decisions"
     label = "decisions"
     verbose_name = "Decisions"
+
+    def ready(self) -> None:
+        from apps.decisions import triggers
+
+        triggers.connect()

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 from django.db.models import Max, Q
+from stackselect_domain.workload import parse_length
 
 from apps.catalog.models import Capability, EngineRelease, ModelSpec, ReleaseBackend
 from apps.decisions.drift import WorkloadSample
 from apps.runners.models import Runner
 from apps.selections.models import Selection, WorkloadTrace
-from apps.selections.workload import parse_length
 
 # Lengths drawn from a parametric goal distribution to stand for it in the KS test.
 REFERENCE_DRAWS = 2000

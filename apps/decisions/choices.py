@@ -22,7 +22,7 @@ TERMINAL_STATUSES = frozenset(
 
 
 class TriggerKind(models.TextChoices):
-    """DOMAIN.md section 6: re-verify when any of these change."""
+    """docs/domain.md section 6: re-verify when any of these change."""
 
     MODEL = "model", "Model change"
     GPU = "gpu", "GPU change"

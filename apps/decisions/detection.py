@@ -7,12 +7,12 @@ it is looked at.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+
+from stackselect_domain.canonical import canonical_hash, canonical_json
 
 from apps.decisions.choices import TriggerKind
 from apps.decisions.drift import WorkloadSample, workload_drift
@@ -28,7 +28,7 @@ class Finding:
 
 
 def short_hash(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+    return canonical_hash(value)[:16]
 
 
 def major_version(version: str) -> str:
@@ -62,13 +62,11 @@ def model_findings(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> l
 
 def gpu_findings(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[Finding]:
     """A runner of the chosen accelerator whose hardware, driver or CUDA/ROCm is new."""
-    known = [json.dumps(env, sort_keys=True) for env in baseline.get("runners", {}).values()]
+    known = [canonical_json(env) for env in baseline.get("runners", {}).values()]
     findings = []
     for runner_id, environment in current.get("runners", {}).items():
         before = baseline.get("runners", {}).get(runner_id)
-        if before == environment or (
-            before is None and json.dumps(environment, sort_keys=True) in known
-        ):
+        if before == environment or (before is None and canonical_json(environment) in known):
             continue
         changed = sorted(
             name for name in environment if before is None or before.get(name) != environment[name]

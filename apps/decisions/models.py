@@ -1,4 +1,5 @@
-"""Decision records (DOMAIN.md section 6), their per-team numbers and their fired retest triggers.
+"""Decision records (docs/domain.md section 6), their per-team numbers and their fired retest
+triggers.
 
 A record keeps its four parts as JSON snapshots taken from the selection, the catalog and the
 evidence when it is written, so later edits elsewhere never change what was decided. The

@@ -5,8 +5,9 @@ Definitions (the same on the evidence page and in the README):
 - TPOT = (E2E - TTFT) / (output tokens - 1); undefined (missing) for outputs of one token.
 - ITL: every gap between consecutive streamed tokens, pooled over the requests.
 - Percentiles interpolate linearly between closest ranks (numpy's default, "type 7").
-- Latency figures use completed requests; SLO attainment is over every request, and a
-  failed request never meets it. A metric that was not measured is None, never 0.
+- Latency figures use completed requests. The SLO verdict (attainment, percentile, margin) is
+  `stackselect_domain.slo.judge`, the rule prediction and the runner's search use too.
+  A metric that was not measured is None, never 0.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from stackselect_domain.ratesearch import MaxRate, max_rate_between
+from stackselect_domain.slo import SLO, SLOVerdict, judge
 
 from apps.evidence.schema import TIMEOUT_ERROR, LoadPoint, LoadPointSamples
-from apps.selections.simulator import SLO
 
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
 LENGTH_TOLERANCE = 0.05
-SLO_METRIC_COLUMNS: dict[str, str] = {"ttft_ms": "ttft_s", "tpot_ms": "tpot_s", "e2e_ms": "e2e_s"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ class LoadPointSummary:
     e2e_s: Distribution | None
     slo_attainment: float | None
     goodput_rps: float | None
+    slo_margin: float | None
     achieved_isl: float | None
     achieved_osl: float | None
     isl_off_target: bool | None
@@ -103,23 +105,16 @@ def _measured(values: np.ndarray) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def _attainment(
-    ok: np.ndarray, latencies: dict[str, np.ndarray], slo: SLO
-) -> tuple[float | None, int]:
-    """Share of all requests meeting every target, and how many met them.
-
-    A completed request whose metric is undefined (TPOT of a one-token output) cannot miss
-    that target; a metric no completed request measured makes attainment unknowable (None).
-    """
-    meets = ok.copy()
-    for name, target_ms in slo.targets().items():
-        values = latencies[SLO_METRIC_COLUMNS[name]]
-        if ok.any() and np.isnan(values[ok]).all():
-            return None, 0
-        with np.errstate(invalid="ignore"):
-            meets &= np.isnan(values) | (values <= target_ms / 1000)
-    met = int(meets.sum())
-    return met / len(ok), met
+def slo_verdict(samples: LoadPointSamples, slo: SLO) -> SLOVerdict:
+    """The domain's SLO verdict over every record of the load point."""
+    records = samples.records
+    return judge(
+        slo,
+        ok=records["error"].isna().to_numpy(),
+        ttft_ms=records["ttft_s"].to_numpy(dtype=float) * 1000,
+        tpot_ms=tpot_seconds(records).to_numpy() * 1000,
+        e2e_ms=records["e2e_s"].to_numpy(dtype=float) * 1000,
+    )
 
 
 def _off_target(achieved: float | None, requested: float | None) -> bool | None:
@@ -154,7 +149,8 @@ def summarize(
     output_rate = float(output_tokens.sum()) / duration
     total_rate = float(output_tokens.sum() + input_tokens.sum()) / duration
     tpot_ok = _measured(latencies["tpot_s"][ok])
-    attainment, met = _attainment(ok, latencies, slo) if slo is not None else (None, 0)
+    verdict = None if slo is None else slo_verdict(samples, slo)
+    attainment = None if verdict is None else verdict.attainment
     achieved_isl, achieved_osl = _mean_or_none(input_tokens), _mean_or_none(output_tokens)
     return LoadPointSummary(
         load_point=samples.load_point,
@@ -174,7 +170,8 @@ def summarize(
         itl_s=Distribution.of(itl_gaps(samples, ok)),
         e2e_s=Distribution.of(_measured(latencies["e2e_s"][ok])),
         slo_attainment=attainment,
-        goodput_rps=None if attainment is None else met / duration,
+        goodput_rps=None if attainment is None else verdict.met / duration,
+        slo_margin=None if verdict is None else verdict.margin,
         achieved_isl=achieved_isl,
         achieved_osl=achieved_osl,
         isl_off_target=_off_target(achieved_isl, requested_isl),
@@ -185,44 +182,15 @@ def summarize(
 # ------------------------------------------------------------------ load sweeps
 
 
-@dataclass(frozen=True, slots=True)
-class MaxRate:
-    """The highest request rate that meets the attainment target, and how it was found.
-
-    Rule: load points are sorted by rate; the answer lies between the last passing point
-    and the FIRST failing one, interpolated linearly in attainment. Points above the first
-    failure are ignored (a pass there is noise, not capacity). `bound` says when the sweep
-    does not bracket the answer: "below_range" (even the lowest rate fails, rate None) or
-    "at_least" (every rate passes; the highest one is a lower bound).
-    """
-
-    rate_rps: float | None
-    bound: Literal["interpolated", "below_range", "at_least"]
-
-
-def max_rate_meeting(points: Sequence[tuple[float, float]], target: float) -> MaxRate:
-    """`points` are (request rate, attainment) pairs; `target` the required attainment."""
-    if not points:
-        raise ValueError("points: at least one (rate, attainment) pair is needed")
-    ordered = sorted(points)
-    failing = next((i for i, (_, share) in enumerate(ordered) if share < target), None)
-    if failing is None:
-        return MaxRate(ordered[-1][0], "at_least")
-    if failing == 0:
-        return MaxRate(None, "below_range")
-    (rate_pass, share_pass), (rate_fail, share_fail) = ordered[failing - 1], ordered[failing]
-    fraction = (share_pass - target) / (share_pass - share_fail)
-    return MaxRate(rate_pass + fraction * (rate_fail - rate_pass), "interpolated")
-
-
-def max_rate_from_summaries(summaries: Sequence[LoadPointSummary], target: float) -> MaxRate:
-    """The same rule over summarised load points; points without attainment are skipped."""
+def max_rate_from_summaries(summaries: Sequence[LoadPointSummary]) -> MaxRate:
+    """The domain's max-rate rule over summarised load points; points without a verdict are
+    skipped."""
     points = [
-        (summary.offered_rate_rps, summary.slo_attainment)
+        (summary.offered_rate_rps, summary.slo_margin)
         for summary in summaries
-        if summary.slo_attainment is not None
+        if summary.slo_margin is not None
     ]
-    return max_rate_meeting(points, target)
+    return max_rate_between(points)
 
 
 # --------------------------------------------------------------- repeated runs

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+from stackselect_domain.slo import SLO
 
 from apps.evidence.calibrate import PredictionError
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
 from apps.evidence.stored import SKETCH_PERCENTILES
-from apps.selections.simulator import SLO
 
 _LAYOUT = {
     "margin": {"l": 55, "r": 20, "t": 40, "b": 45},

@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from stackselect_domain.identity import comparability
+from stackselect_domain.ratesearch import MaxRate, max_rate_between
 
 from apps.evidence.analysis import (
     Interval,
     LoadPointSummary,
-    MaxRate,
     bootstrap_interval,
     compare,
-    max_rate_meeting,
     metric_value,
 )
-from apps.evidence.identity import comparability
 
 MS = 1000.0
 VERDICT_WORDS = {"a_better": "better", "b_better": "worse"}
@@ -111,6 +110,7 @@ class PointEvidence:
     isl_off_target: bool | None
     osl_off_target: bool | None
     quantiles: Mapping[str, list[float] | None] | None
+    slo_margin: float | None = None
 
     @property
     def missing(self) -> list[str]:
@@ -188,21 +188,20 @@ def _point(key: str, results: Sequence[StoredResult]) -> PointEvidence:
         isl_off_target=_any_flag([summary.isl_off_target for summary in summaries]),
         osl_off_target=_any_flag([summary.osl_off_target for summary in summaries]),
         quantiles=results[-1].quantiles,
+        slo_margin=_mean([summary.slo_margin for summary in summaries]),
     )
 
 
-def _max_rate(points: Sequence[PointEvidence], target: float | None) -> MaxRate | None:
+def _max_rate(points: Sequence[PointEvidence]) -> MaxRate | None:
     pairs = [
-        (point.offered_rate_rps, point.value("slo_attainment"))
+        (point.offered_rate_rps, point.slo_margin)
         for point in points
-        if point.value("slo_attainment") is not None
+        if point.slo_margin is not None
     ]
-    if target is None or not pairs:
-        return None
-    return max_rate_meeting(pairs, target)
+    return max_rate_between(pairs) if pairs else None
 
 
-def _candidate(runs: Sequence[StoredRun], attainment_target: float | None) -> CandidateEvidence:
+def _candidate(runs: Sequence[StoredRun]) -> CandidateEvidence:
     by_point: dict[str, list[StoredResult]] = defaultdict(list)
     for run in runs:
         for result in run.results:
@@ -219,7 +218,7 @@ def _candidate(runs: Sequence[StoredRun], attainment_target: float | None) -> Ca
         identity=first.identity,
         gpu_count=first.gpu_count,
         points=points,
-        max_rate=_max_rate(points, attainment_target),
+        max_rate=_max_rate(points),
     )
 
 
@@ -237,14 +236,13 @@ def _verdicts(candidate: CandidateEvidence, reference: CandidateEvidence) -> Non
 def build_evidence(
     runs: Sequence[StoredRun],
     *,
-    attainment_target: float | None,
     reference_key: str | None = None,
 ) -> list[CandidateEvidence]:
     """One entry per identity, the reference first (the one asked for, else the most runs)."""
     groups: dict[str, list[StoredRun]] = defaultdict(list)
     for run in sorted(runs, key=lambda run: run.run_id):
         groups[run.fingerprint].append(run)
-    candidates = [_candidate(group, attainment_target) for group in groups.values()]
+    candidates = [_candidate(group) for group in groups.values()]
     if not candidates:
         return []
     reference = next((c for c in candidates if c.key == reference_key), None)

@@ -15,13 +15,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from stackselect_domain.identity import fingerprint
 
 from apps.benchmarks.identity import plan_workload
 from apps.benchmarks.models import JobAttempt, ResultUpload
 from apps.benchmarks.results import gunzip_limited
 from apps.evidence.choices import RunSource
-from apps.evidence.identity import fingerprint
 from apps.evidence.models import EvidenceRun, LoadPointResult
+from apps.evidence.probes import probe_figures
 from apps.evidence.run_identity import runner_identity
 from apps.evidence.sample_store import (
     DUPLICATE,
@@ -134,6 +135,10 @@ def ingest_upload(
             slo=slo_of(upload.job.plan.selection.slo),
         )
     result.save()
+    figures = probe_figures(upload.job.plan, samples)
+    if figures:
+        upload.summary = figures
+        upload.save(update_fields=["summary"])
     checksum = {"name": f"result upload {upload.pk}", "sha256": upload.sha256}
     run.raw_checksums = [*run.raw_checksums, {**checksum, "bytes": len(upload.body)}]
     run.save(update_fields=["raw_checksums"])

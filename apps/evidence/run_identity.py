@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apps.evidence.identity import canonical_identity
+from stackselect_domain.identity import canonical_identity
 
 PARALLELISM_KEYS = ("tp", "pp", "dp", "ep", "cp")
 PREFIX_KEYS = ("prefix_share", "prefix_tokens", "prefix_groups")

@@ -1,6 +1,6 @@
 """The per-request record schema a runner uploads, its validation, and its typed DataFrame.
 
-An upload (runner/PROTOCOL.md, "results") carries one load point and its records:
+An upload (docs/runner-protocol.md, "results") carries one load point and its records:
 `{index, send_s, ttft_s, itl_s, e2e_s, input_tokens, output_tokens, error, status}`.
 Checks run on whole columns so a million-record upload is judged in numpy, not per record;
 every error names the record's position in `records` and the field, so a runner author can

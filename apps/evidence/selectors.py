@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from django.db.models import QuerySet
+from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.evidence.calibrate import CalibrationReport, calibration_report
@@ -22,7 +23,6 @@ from apps.evidence.sample_store import GAP_DTYPE, READ_COLUMNS
 from apps.evidence.stored import summary_from_json
 from apps.evidence.summaries import slo_of
 from apps.selections.models import Candidate, Selection
-from apps.selections.simulator import SLO
 
 RESULT_FIELDS = ("run_id", "load_point", "summary", "quantiles")
 
@@ -91,9 +91,7 @@ def selection_evidence(
     selection = get_scoped_or_404(Selection.objects.select_related("model"), team, pk=selection_id)
     runs, partial = stored_runs(team=team, selection=selection)
     slo = slo_of(selection.slo)
-    evidence = build_evidence(
-        runs, attainment_target=slo.attainment if slo else None, reference_key=reference
-    )
+    evidence = build_evidence(runs, reference_key=reference)
     candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
     candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
     by_id = {candidate.pk: candidate for candidate in candidates.select_related("accelerator")}

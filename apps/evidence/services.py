@@ -9,13 +9,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from stackselect_domain.identity import fingerprint
 
 from apps.accounts.choices import Role
 from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.evidence.choices import RunSource
-from apps.evidence.identity import fingerprint
 from apps.evidence.importers import ImportedRun
 from apps.evidence.models import EvidenceRun, LoadPointResult
 from apps.evidence.run_identity import merged_identity

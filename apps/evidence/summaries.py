@@ -5,20 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stackselect_domain.slo import SLO
+
 from apps.evidence.analysis import summarize
 from apps.evidence.models import LoadPointResult
 from apps.evidence.schema import LoadPointSamples
 from apps.evidence.stored import percentile_sketch
-from apps.selections.simulator import SLO
-
-SLO_KEYS = ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")
 
 
 def slo_of(goal: Mapping[str, Any] | None) -> SLO | None:
     """The selection's SLO document as the analysis's SLO; None when it sets no target."""
     if not goal:
         return None
-    slo = SLO(**{key: goal[key] for key in SLO_KEYS if goal.get(key) is not None})
+    slo = SLO.from_dict(goal)
     return slo if slo.targets() else None
 
 

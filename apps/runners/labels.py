@@ -137,7 +137,7 @@ def pool_queue(team_id: int, accelerator: str, gpu_count: int) -> str:
 def pool_sizes(gpu_count: int) -> list[int]:
     """GPU counts of the jobs a runner takes: powers of two up to its own count, and that count.
 
-    A 4-GPU machine also takes 1- and 2-GPU jobs (runner/PROTOCOL.md, "Queues and dispatch").
+    A 4-GPU machine also takes 1- and 2-GPU jobs (docs/runner-protocol.md, "Queues and dispatch").
     """
     sizes = {1 << power for power in range(gpu_count.bit_length()) if 1 << power <= gpu_count}
     return sorted(sizes | ({gpu_count} if gpu_count else set()))

@@ -13,5 +13,5 @@ class RunnerCredentialScheme(OpenApiAuthenticationExtension):
             "in": "header",
             "name": "Authorization",
             "description": "`Runner <credential>`: the credential `stackselect-runner enroll` "
-            "received (runner/PROTOCOL.md).",
+            "received (docs/runner-protocol.md).",
         }

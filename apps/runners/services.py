@@ -20,11 +20,11 @@ from apps.accounts.secrets import issue_secret
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
-from apps.decisions.triggers import on_runner_probe
 from apps.runners.choices import CREDENTIAL_KIND, ENROLLMENT_TOKEN_KIND
 from apps.runners.labels import derive_labels, validate_probe
 from apps.runners.models import EnrollmentToken, Runner
 from apps.runners.selectors import catalog_accelerators, enrollment_token_find, is_online
+from apps.runners.signals import runner_probed
 
 SECRET_FIELDS = ["digest", "credential_digest"]
 MAX_NAME_LENGTH = 80
@@ -128,7 +128,7 @@ def runner_probe(*, runner: Runner, probe: Any) -> Runner:
         before=before,
         after=_runner_snapshot(runner),
     )
-    on_runner_probe(runner_id=runner.pk)
+    runner_probed.send(sender=Runner, runner_id=runner.pk)
     return runner
 
 

@@ -1,24 +1,25 @@
 """Analytic memory and latency model of one serving replica (roofline with efficiency factors).
 
-Everything here is plain arithmetic on frozen dataclasses so that the Django side, the simulator
-and the runner's simulated engine share one model. The numbers are first-order: a calibration step
-fits `Efficiency` to measurements later, so every assumption is a named, documented parameter.
+Everything here is plain arithmetic on frozen dataclasses, with no Django; the step-time formula
+itself is `stackselect_domain.stepcost.StepCost`, which the runner's simulated engine shares.
+The numbers are first-order: a calibration step fits `Efficiency` to measurements later, so every
+assumption is a named, documented parameter.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
-from apps.selections.precision import (
+from stackselect_domain.precision import (
     COMPUTE_BF16,
     COMPUTE_FP4,
     COMPUTE_FP8,
     kv_bytes_per_element,
     weight_precision,
 )
+from stackselect_domain.stepcost import StepCost
+from stackselect_domain.vocabulary import ATTENTION_KINDS
 
-ATTENTION_KINDS = ("mha", "gqa", "mla", "sliding")
 ACTIVATION_BYTES = 2  # activations travel between ranks in 16-bit
 GB = 1e9
 
@@ -390,74 +391,6 @@ def estimate_memory(
 
 
 # ---------------------------------------------------------------- step cost
-
-
-@dataclass(frozen=True)
-class StepCost:
-    """Cost model of one engine step; a wire contract shared with the runner's simulated engine.
-
-    All fields are floats describing one TP rank along a token's path through every pipeline
-    stage (stages run one after another, so per-step latency sees all of them):
-
-    - weight_bytes: weight bytes read per step
-    - kv_bytes_per_token: KV bytes read per token of context
-    - flops_per_token: linear-layer FLOPs per processed token
-    - attn_flops_per_token_ctx: attention FLOPs per (processed token x context token) pair
-    - hbm_bytes_per_s, flops_per_s: effective (efficiency-scaled) memory bandwidth and compute
-    - comm_s_per_token: collective communication seconds per processed token
-    - step_overhead_s: fixed seconds per step (scheduling, launches, collective latency)
-
-    For a step, batch_tokens = tokens processed (prefill chunk tokens + 1 per decoding
-    sequence), kv_tokens_read = sum of the context lengths of the sequences in the batch, and
-    attn_token_ctx = sum over processed tokens of their context length:
-
-        step_seconds = step_overhead_s
-            + max((batch_tokens * flops_per_token + attn_token_ctx * attn_flops_per_token_ctx)
-                  / flops_per_s,
-                  (weight_bytes + kv_tokens_read * kv_bytes_per_token) / hbm_bytes_per_s)
-            + batch_tokens * comm_s_per_token
-    """
-
-    weight_bytes: float
-    kv_bytes_per_token: float
-    flops_per_token: float
-    attn_flops_per_token_ctx: float
-    hbm_bytes_per_s: float
-    flops_per_s: float
-    comm_s_per_token: float
-    step_overhead_s: float
-
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
-            _require(
-                isinstance(value, int | float) and not isinstance(value, bool),
-                item.name,
-                "must be a number",
-            )
-            _require(math.isfinite(value) and value >= 0, item.name, "must be finite, >= 0")
-        for name in ("hbm_bytes_per_s", "flops_per_s"):
-            _require(getattr(self, name) > 0, name, "must be positive")
-
-    def step_seconds(
-        self, batch_tokens: float, kv_tokens_read: float, attn_token_ctx: float
-    ) -> float:
-        flops = batch_tokens * self.flops_per_token + attn_token_ctx * self.attn_flops_per_token_ctx
-        memory = self.weight_bytes + kv_tokens_read * self.kv_bytes_per_token
-        busy = max(flops / self.flops_per_s, memory / self.hbm_bytes_per_s)
-        return self.step_overhead_s + busy + batch_tokens * self.comm_s_per_token
-
-    def as_dict(self) -> dict[str, float]:
-        return {key: float(value) for key, value in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, float]) -> StepCost:
-        expected = {item.name for item in fields(cls)}
-        missing = expected - set(data)
-        unknown = set(data) - expected
-        _require(not missing, "step_cost", f"missing fields {sorted(missing)}")
-        _require(not unknown, "step_cost", f"unknown fields {sorted(unknown)}")
-        return cls(**{name: data[name] for name in expected})
 
 
 def _attention_flops_per_pair(model: ModelArch) -> float:

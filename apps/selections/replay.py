@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stackselect_domain.workload import trace_summary
+
 from apps.selections import selectors
-from apps.selections.workload import trace_summary
 
 
 def replays_trace(workload: Mapping[str, Any]) -> bool:

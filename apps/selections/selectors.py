@@ -9,9 +9,9 @@ from typing import Any
 from django.db.models import Count, QuerySet
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
-from apps.evidence.selectors import measured_by_candidate
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
+from apps.selections.signals import measurements_wanted
 
 GROUP_EXAMPLES = 3
 # Filters on the candidate list, by query parameter -> key of Candidate.stack.
@@ -153,5 +153,9 @@ def trace_with_rows(*, trace_id: int) -> WorkloadTrace:
 
 def measured_for(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:
     """Predicted-versus-measured rows per candidate id, for candidates with measured results
-    (the calibration hook; the evidence app matches results to candidates by their stack)."""
-    return measured_by_candidate(candidates=candidates)
+    (the evidence app answers `measurements_wanted`, matching results to candidates by stack)."""
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for _, answer in measurements_wanted.send(sender=Candidate, candidates=list(candidates)):
+        for candidate_id, measured in (answer or {}).items():
+            rows.setdefault(candidate_id, []).extend(measured)
+    return rows

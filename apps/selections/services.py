@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from stackselect_domain.workload import trace_summary
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -21,7 +22,6 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
 from apps.catalog.models import ModelSpec
-from apps.decisions.triggers import on_trace_upload
 from apps.selections.candidates import Verdict, evaluate
 from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.candidates.ranking import Efficiencies
@@ -30,8 +30,8 @@ from apps.selections.choices import CandidateOutcome, ComputeState, SelectionSta
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.replay import resolved_workload
 from apps.selections.selectors import group_dropped
+from apps.selections.signals import trace_uploaded
 from apps.selections.traces import parse_trace, summary_document, workload_fragment
-from apps.selections.workload import trace_summary
 from config.celery import app as celery_app
 
 _INSERT_BATCH = 1000
@@ -135,10 +135,19 @@ def candidates_request(*, actor_user: Any, selection: Selection) -> Selection:
     locked = Selection.objects.select_for_update().get(pk=selection.pk)
     if locked.state == SelectionState.ARCHIVED:
         raise ValidationError({"state": "This selection is archived: its goal is not computed."})
+    before = {"computation": locked.computation}
     locked.computation = ComputeState.QUEUED
     locked.computation_error = ""
     locked.computation_requested_by = actor_user
     locked.save(update_fields=["computation", "computation_error", "computation_requested_by"])
+    audit_record(
+        actor=Actor.for_user(actor_user),
+        action="selection.candidates_request",
+        obj=locked,
+        team=locked.team,
+        before=before,
+        after={"computation": locked.computation},
+    )
     send = partial(celery_app.send_task, COMPUTE_TASK, kwargs={"selection_id": locked.pk})
     transaction.on_commit(send, robust=True)
     return locked
@@ -272,7 +281,7 @@ def trace_upload(
         team=selection.team,
         after=snapshot(trace, exclude=["rows"]),
     )
-    on_trace_upload(trace_id=trace.pk)
+    trace_uploaded.send(sender=WorkloadTrace, trace_id=trace.pk)
     if apply:
         selection = Selection.objects.select_for_update().get(pk=selection.pk)
         before = snapshot(selection)

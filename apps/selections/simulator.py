@@ -20,15 +20,15 @@ O(steps + requests * (1 + tokens / block size) * log n), so 10,000 requests take
 from __future__ import annotations
 
 import heapq
-import math
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-
-from apps.selections.estimator import StepCost
-from apps.selections.workload import OpenLoopArrivals, Request, Workload, generate_requests
+from stackselect_domain.ratesearch import RateSearch, SearchSpec
+from stackselect_domain.slo import SLO, SLOVerdict, judge
+from stackselect_domain.stepcost import StepCost
+from stackselect_domain.workload import OpenLoopArrivals, Request, Workload, generate_requests
 
 FINISHED = "finished"
 REJECTED = "rejected"
@@ -71,36 +71,6 @@ class EngineConfig:
 
 
 @dataclass(frozen=True)
-class SLO:
-    """Latency targets (None = no target) and how strictly they must hold.
-
-    A request meets the SLO when every set target holds for it; `attainment` is the share of all
-    requests that must meet it, and `percentile` is the percentile of each metric (over all
-    requests, unfinished ones counting as infinitely slow) that must stay within its target.
-    """
-
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2e_ms: float | None = None
-    percentile: float = 99.0
-    attainment: float = 0.99
-
-    def __post_init__(self) -> None:
-        for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name}: must be positive when given")
-        if not 0 < self.percentile <= 100:
-            raise ValueError("percentile: must be in (0, 100]")
-        if not 0 < self.attainment <= 1:
-            raise ValueError("attainment: must be in (0, 1]")
-
-    def targets(self) -> dict[str, float]:
-        named = {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms}
-        return {metric: target for metric, target in named.items() if target is not None}
-
-
-@dataclass(frozen=True)
 class RequestOutcome:
     """What happened to one request. Times in seconds from the start; latencies in ms.
 
@@ -119,14 +89,6 @@ class RequestOutcome:
     tpot_ms: float | None
     e2e_ms: float | None
     preemptions: int
-
-    def meets(self, slo: SLO) -> bool:
-        if self.status != FINISHED:
-            return False
-        return all(
-            getattr(self, metric) is None or getattr(self, metric) <= target
-            for metric, target in slo.targets().items()
-        )
 
 
 @dataclass(frozen=True)
@@ -169,6 +131,7 @@ class SimSummary:
     goodput_rps: float | None
     percentiles_within_slo: bool | None
     slo_met: bool | None
+    slo_verdict: SLOVerdict | None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -536,15 +499,6 @@ def simulate(
     return SimResult(rows=rows, summary=summary)
 
 
-def _percentile_with_misses(rows: Sequence[RequestOutcome], metric: str, q: float) -> float:
-    values = [
-        math.inf if row.status != FINISHED else getattr(row, metric)
-        for row in rows
-        if row.status != FINISHED or getattr(row, metric) is not None
-    ]
-    return float(np.percentile(values, q)) if values else 0.0
-
-
 def _summarize(
     rows: Sequence[RequestOutcome],
     *,
@@ -559,16 +513,19 @@ def _summarize(
     duration = max((row.finish_s or 0.0 for row in done), default=start) - start
     per_s = 1 / duration if duration > 0 else 0.0
     output_tokens = sum(row.output_tokens for row in done)
-    attainment = goodput = within = met = None
+    attainment = goodput = within = met = verdict = None
     if slo is not None and rows:
-        meeting = sum(row.meets(slo) for row in rows)
-        attainment = meeting / len(rows)
-        goodput = meeting * per_s
-        within = all(
-            _percentile_with_misses(rows, metric, slo.percentile) <= target
-            for metric, target in slo.targets().items()
+        verdict = judge(
+            slo,
+            ok=[row.status == FINISHED for row in rows],
+            ttft_ms=[row.ttft_ms for row in rows],
+            tpot_ms=[row.tpot_ms for row in rows],
+            e2e_ms=[row.e2e_ms for row in rows],
         )
-        met = within and attainment >= slo.attainment
+        attainment = verdict.attainment
+        goodput = verdict.met * per_s
+        within = all(share >= slo.percentile / 100 for share in verdict.within.values())
+        met = verdict.passed
     return SimSummary(
         requests=len(rows),
         finished=len(done),
@@ -589,6 +546,7 @@ def _summarize(
         goodput_rps=goodput,
         percentiles_within_slo=within,
         slo_met=met,
+        slo_verdict=verdict,
     )
 
 
@@ -601,8 +559,12 @@ class CurvePoint:
     summary: SimSummary
 
 
+# Doubling from the probe's throughput and bisecting to 2% take about 10; 60 is a safe cap.
+_MAX_SEARCH_PROBES = 60
+
+
 @dataclass(frozen=True)
-class RateSearch:
+class RateFound:
     """Highest offered rate found to meet the SLO (0 when none does) and its run's summary."""
 
     rate_rps: float
@@ -648,40 +610,39 @@ def max_rate_meeting_slo(
     tolerance: float = 0.02,
     max_sim_seconds: float | None = None,
 ) -> RateSearch:
-    """Bisect the offered rate until the bracket is within `tolerance` of its upper end.
+    """Search the offered rate with the runner's own `RateSearch`, on simulated probes.
 
-    The first bracket comes from a saturation probe (all n requests at time 0): the throughput
-    it reaches bounds any sustainable rate; it is doubled until the SLO fails there. The search
-    gives up (rate 0) below a thousandth of the probe's throughput.
+    The search starts at the throughput of a saturation probe (all n requests at time 0), which
+    bounds any sustainable rate, doubles while the SLO holds and bisects until the bracket is
+    within `tolerance`; it gives up (rate 0) below a thousandth of the probe's throughput.
     """
     _open_loop(workload)
     if not 0 < tolerance < 1:
         raise ValueError("tolerance: must be in (0, 1)")
-    simulations = 0
-
-    def run(rate: float) -> SimSummary:
-        nonlocal simulations
-        simulations += 1
-        requests = generate_requests(workload, n, seed, rate_rps=rate)
-        return simulate(requests, step_cost, config, max_sim_seconds, slo=slo).summary
-
     burst = [replace(request, arrival_s=0.0) for request in generate_requests(workload, n, seed)]
     probe = simulate(burst, step_cost, config, max_sim_seconds).summary
-    simulations += 1
-    high = max(probe.throughput_rps, 1e-6)
-    floor = high / 1000
-    low, best = 0.0, None
-    for _ in range(30):
-        summary = run(high)
-        if not summary.slo_met:
+    start = max(probe.throughput_rps, 1e-6)
+    search = RateSearch(
+        SearchSpec(
+            slo=slo,
+            start_rate_rps=start,
+            min_rate_rps=start / 1000,
+            max_rate_rps=start * 2**30,
+            requests_per_probe=n,
+            max_probes=_MAX_SEARCH_PROBES,
+            tolerance=tolerance,
+        )
+    )
+    best: SimSummary | None = None
+    while (rate := search.next_rate()) is not None:
+        requests = generate_requests(workload, n, seed, rate_rps=rate)
+        summary = simulate(requests, step_cost, config, max_sim_seconds, slo=slo).summary
+        verdict = summary.slo_verdict
+        if verdict is None or verdict.margin is None:
             break
-        low, best = high, summary
-        high *= 2
-    while high - low > tolerance * high and high > floor:
-        middle = (low + high) / 2
-        summary = run(middle)
-        if summary.slo_met:
-            low, best = middle, summary
-        else:
-            high = middle
-    return RateSearch(rate_rps=low, summary=best, simulations=simulations)
+        if search.record(rate, verdict).passed and rate == search.bracket()[0]:
+            best = summary
+    low = search.bracket()[0]
+    return RateFound(
+        rate_rps=low or 0.0, summary=best if low else None, simulations=len(search.probes) + 1
+    )

@@ -13,8 +13,7 @@ import json
 from typing import Any
 
 import numpy as np
-
-from apps.selections.workload import TraceSummary
+from stackselect_domain.workload import TraceSummary
 
 REQUIRED_COLUMNS = ("timestamp", "input_tokens", "output_tokens")
 # An empirical distribution stored in a selection keeps at most this many values: evenly spaced

@@ -1,4 +1,4 @@
-"""A small synchronous client for the runner REST API (`/api/runner/v1/`, runner/PROTOCOL.md).
+"""A small synchronous client for the runner REST API (`/api/runner/v1/`, docs/runner-protocol.md).
 
 Synchronous on purpose: it runs in the Celery task thread and the heartbeat thread, never in
 the harness's event loop. Connection errors and 5xx answers are retried with capped exponential
@@ -213,7 +213,7 @@ class RunnerApi:
             f"{method} {path}: no answer after {policy.attempts} tries ({failure})"
         )
 
-    # Calls of runner/PROTOCOL.md, in the order a runner makes them.
+    # Calls of docs/runner-protocol.md, in the order a runner makes them.
 
     def enroll(self, token: str, name: str, probe: Mapping[str, Any]) -> dict[str, Any]:
         body = {"token": token, "name": name, "probe": dict(probe)}

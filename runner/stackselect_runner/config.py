@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stackselect_runner.checks import require_int, require_number
+from stackselect_domain.checks import require_int, require_number
 
 CONFIG_ENV = "STACKSELECT_RUNNER_CONFIG"
 DEFAULT_CONFIG_PATH = Path("~/.config/stackselect-runner/credentials.json")
@@ -71,7 +71,7 @@ class Credentials:
     def from_enrollment(
         cls, url: str, answer: Mapping[str, Any], simulated: SimulatedHardware | None
     ) -> Credentials:
-        """Read the `POST enroll` answer of runner/PROTOCOL.md."""
+        """Read the `POST enroll` answer of docs/runner-protocol.md."""
         try:
             return cls.from_dict({**answer, "url": url, "simulated": simulated})
         except ConfigError as exc:

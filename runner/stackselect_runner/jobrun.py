@@ -17,6 +17,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
+from stackselect_domain.ratesearch import RateSearch, SearchSpec
+
 import stackselect_runner
 from stackselect_runner.api import ApiError, ApiUnreachable, Conflict, RunnerApiClient
 from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, RunnerSettings
@@ -33,11 +35,11 @@ from stackselect_runner.harness import (
     LoadPointResult,
     ProgressCallback,
     arun_load_point,
+    records_verdict,
 )
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
 from stackselect_runner.reporting import Reporter
-from stackselect_runner.search import RateSearch, SearchSpec, attainment
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
 
@@ -276,13 +278,13 @@ class AttemptRun:
             point = LoadPoint(rate_rps=rate, index=len(state.probes))
             result = self._measure(point, engine)
             self._check_load_point(point, result, process)
-            measured = attainment(result.records, search.slo)
-            if measured is None:
+            verdict = records_verdict(result.records, search.slo)
+            if verdict.passed is None:
                 raise JobFailed(
-                    f"{point.label()}: SLO attainment is undefined: no completed request "
+                    f"{point.label()}: the SLO verdict is undefined: no completed request "
                     "measured every targeted latency"
                 )
-            probe = state.record(rate, measured)
+            probe = state.record(rate, verdict)
             print(probe.describe(), file=self.runner.terminal, flush=True)
             done = len(result.records)
             self.reporter.update(point.index, done, done, probe.describe())

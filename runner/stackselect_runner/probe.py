@@ -1,4 +1,4 @@
-"""The environment probe: what hardware and engines this runner has (runner/PROTOCOL.md).
+"""The environment probe: what hardware and engines this runner has (docs/runner-protocol.md).
 
 The server derives routing labels from it, so it must never guess: a field it cannot read is
 None. Parsing is split from running the tools so each parser is tested on captured output.

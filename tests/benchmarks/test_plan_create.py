@@ -3,6 +3,7 @@ import json
 
 import pytest
 from django.core.exceptions import ValidationError
+from stackselect_domain.workload import Workload, generate_requests
 
 from apps.audit.models import AuditEvent
 from apps.benchmarks.identity import PlanOptions
@@ -10,7 +11,6 @@ from apps.benchmarks.models import BenchmarkPlan
 from apps.benchmarks.services import plan_create
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
-from apps.selections.workload import Workload, generate_requests
 from tests.benchmarks.factories import WORKLOAD, selection_with_candidates
 
 

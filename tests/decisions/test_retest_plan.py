@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.http import Http404
 
 from apps.audit.services import Actor
 from apps.benchmarks.models import BenchmarkPlan
 from apps.catalog.models import EngineRelease
 from apps.catalog.services import entry_create, entry_update
+from apps.core.errors import NotFoundError
 from apps.decisions.retests import retest_plan_create, trigger_acknowledge
 from apps.decisions.tasks import sweep
 from tests.decisions.factories import accepted, measured_by_runner
@@ -67,7 +67,7 @@ def test_charlie_cannot_touch_acme_triggers(record, rows, globex, charlie):
     entry_update(actor=CURATOR, instance=rows["model"], changes={"checkpoint": NEW_CHECKPOINT})
     sweep()
     trigger = record.triggers.get()
-    with pytest.raises(Http404):
+    with pytest.raises(NotFoundError):
         trigger_acknowledge(actor_user=charlie, team=globex, trigger_id=trigger.pk)
-    with pytest.raises(Http404):
+    with pytest.raises(NotFoundError):
         retest_plan_create(actor_user=charlie, team=globex, trigger_id=trigger.pk)

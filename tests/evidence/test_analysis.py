@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from stackselect_domain.slo import SLO
 
 from apps.evidence.analysis import (
     Interval,
-    MaxRate,
     bootstrap_interval,
     compare,
     max_rate_from_summaries,
-    max_rate_meeting,
     metric_value,
     summarize,
 )
-from apps.selections.simulator import SLO
 from tests.evidence.samples import failed, record, samples, streamed
 
 
@@ -166,37 +164,16 @@ def test_lengths_are_not_judged_without_a_requested_length():
     assert summary.isl_off_target is None and summary.osl_off_target is None
 
 
-def test_max_rate_interpolates_between_the_last_passing_and_first_failing_point():
-    # 2 rps passes at 0.96, 4 rps fails at 0.80: 2 + (0.96 - 0.90) / (0.96 - 0.80) * 2 = 2.75
-    points = [(8.0, 0.2), (1.0, 1.0), (4.0, 0.80), (2.0, 0.96)]
-
-    assert max_rate_meeting(points, 0.9) == MaxRate(pytest.approx(2.75), "interpolated")
-
-
-def test_max_rate_ignores_passing_points_above_the_first_failure():
-    # 1 rps passes (1.0), 2 rps fails (0.8): 1 + (1.0 - 0.9) / (1.0 - 0.8) * 1 = 1.5; 3 rps
-    # passing again does not move the answer.
-    points = [(1.0, 1.0), (2.0, 0.8), (3.0, 0.95)]
-
-    assert max_rate_meeting(points, 0.9).rate_rps == pytest.approx(1.5)
-
-
-def test_max_rate_says_when_the_sweep_does_not_bracket_the_answer():
-    assert max_rate_meeting([(1.0, 0.99), (2.0, 0.95)], 0.9) == MaxRate(2.0, "at_least")
-    assert max_rate_meeting([(1.0, 0.5), (2.0, 0.2)], 0.9) == MaxRate(None, "below_range")
-    with pytest.raises(ValueError, match="points"):
-        max_rate_meeting([], 0.9)
-
-
 def test_max_rate_from_summaries_uses_the_offered_rate_of_each_load_point():
-    slo = SLO(ttft_ms=150)
-    # At 1 rps every TTFT (0.1 s) passes; at 3 rps half are 0.2 s: attainment 1.0 then 0.5.
+    slo = SLO(ttft_ms=150, attainment=0.9, percentile=90)
+    # At 1 rps every TTFT (0.1 s) passes; at 3 rps half are 0.2 s: attainment 1.0 then 0.5,
+    # so the SLO margins are 1.0 - 0.9 = 0.1 and 0.5 - 0.9 = -0.4.
     fast = samples([record(0), record(1)], load_point={"rate_rps": 1.0})
     slow = samples([record(0), record(1, ttft_s=0.2)], load_point={"rate_rps": 3.0})
     summaries = [summarize(fast, slo=slo), summarize(slow, slo=slo)]
 
-    # 1 + (1.0 - 0.9) / (1.0 - 0.5) * 2 = 1.4
-    assert max_rate_from_summaries(summaries, 0.9).rate_rps == pytest.approx(1.4)
+    # 1 + 0.1 / (0.1 + 0.4) * 2 = 1.4
+    assert max_rate_from_summaries(summaries).rate_rps == pytest.approx(1.4)
 
 
 def test_bootstrap_intervals_are_reproducible_and_bracket_the_mean():

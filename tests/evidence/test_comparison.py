@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from stackselect_domain.identity import canonical_identity, fingerprint
+
 from apps.evidence.analysis import summarize
 from apps.evidence.comparison import StoredResult, StoredRun, build_evidence
-from apps.evidence.identity import canonical_identity, fingerprint
 from tests.evidence.samples import samples, streamed
 
 BASE = {"model": "llama", "engine": "vllm", "accelerator": "h100-sxm", "gpu_count": 1}
@@ -24,7 +25,7 @@ def cell(entry, name="ttft_p50_ms"):
 
 
 def test_repeats_under_one_identity_give_an_interval_around_their_mean():
-    entries = build_evidence([run(1, 0.10), run(2, 0.12), run(3, 0.14)], attainment_target=None)
+    entries = build_evidence([run(1, 0.10), run(2, 0.12), run(3, 0.14)])
 
     (entry,) = entries
     assert entry.run_ids == [1, 2, 3]
@@ -39,7 +40,7 @@ def test_a_candidate_is_better_only_when_the_intervals_do_not_overlap():
         run(3, 0.30, engine="sglang"),
         run(4, 0.31, engine="sglang"),
     ]
-    reference, other = build_evidence(apart, attainment_target=None)
+    reference, other = build_evidence(apart)
     assert reference.label == "run 1" and other.status == "comparable"
     assert cell(other).verdict == "worse"  # higher TTFT, intervals apart
 
@@ -49,12 +50,12 @@ def test_a_candidate_is_better_only_when_the_intervals_do_not_overlap():
         run(3, 0.12, engine="sglang"),
         run(4, 0.28, engine="sglang"),
     ]
-    _, other = build_evidence(overlapping, attainment_target=None)
+    _, other = build_evidence(overlapping)
     assert cell(other).verdict == "indistinguishable"
 
 
 def test_a_single_run_gets_no_verdict_but_missing():
-    _, other = build_evidence([run(1, 0.10), run(2, 0.30, engine="sglang")], attainment_target=None)
+    _, other = build_evidence([run(1, 0.10), run(2, 0.30, engine="sglang")])
 
     assert cell(other).interval is None and cell(other).verdict == "missing"
 
@@ -62,7 +63,6 @@ def test_a_single_run_gets_no_verdict_but_missing():
 def test_a_different_workload_is_not_comparable_and_gets_no_verdict():
     _, other = build_evidence(
         [run(1, 0.1), run(2, 0.1), run(3, 0.3, model="qwen", engine="sglang")],
-        attainment_target=None,
     )
 
     assert (other.status, other.differing) == ("not_comparable", ("model",))
@@ -73,6 +73,6 @@ def test_the_reference_can_be_chosen_by_its_identity_key():
     runs = [run(1, 0.1), run(2, 0.1), run(3, 0.3, engine="sglang")]
     chosen = runs[2].fingerprint
 
-    reference, _ = build_evidence(runs, attainment_target=None, reference_key=chosen)
+    reference, _ = build_evidence(runs, reference_key=chosen)
 
     assert reference.key == chosen and reference.status == "reference"

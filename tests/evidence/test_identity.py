@@ -6,8 +6,7 @@ import hashlib
 import json
 
 import pytest
-
-from apps.evidence.identity import (
+from stackselect_domain.identity import (
     IDENTITY_FIELDS,
     canonical_identity,
     comparability,

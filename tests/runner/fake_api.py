@@ -1,4 +1,4 @@
-"""An in-process stand-in for the SERVER's runner API (runner/PROTOCOL.md), for agent tests.
+"""An in-process stand-in for the SERVER's runner API (docs/runner-protocol.md), for agent tests.
 
 It follows the protocol's rules that the agent depends on (claim once, log offsets, idempotent
 uploads, cancel through heartbeats) and records every call. It stands in for the web app only

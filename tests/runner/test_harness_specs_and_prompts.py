@@ -13,7 +13,7 @@ REQUESTS = [
 
 
 def job_spec(**sections: object) -> dict[str, object]:
-    """A job spec shaped like runner/PROTOCOL.md's, with sections replaced as given."""
+    """A job spec shaped like docs/runner-protocol.md's, with sections replaced as given."""
     base: dict[str, object] = {
         "engine": {"adapter": "simulated", "model": "llama", "served_model_name": "served"},
         "harness": {"endpoint": "completions", "ignore_eos": True, "timeout_s": 30},

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackselect_runner.harness import RequestRecord
+from stackselect_runner.harness import RequestRecord, records_verdict
 from stackselect_runner.jobrun import Outcome
-from stackselect_runner.search import attainment
 
 from .fake_api import FakeRunnerServer
 from .test_runner_job_runs import ATTEMPT, fake_api, job_runner, job_spec
@@ -32,7 +31,7 @@ def uploaded_probes(server: FakeRunnerServer) -> list[tuple[int, float, float]]:
     probes = []
     for upload in server.uploads.values():
         records = [RequestRecord(**item) for item in upload["records"]]
-        measured = attainment(records, SLO)
+        measured = records_verdict(records, SLO).attainment
         assert measured is not None
         point = upload["load_point"]
         probes.append((point["index"], point["rate_rps"], measured))

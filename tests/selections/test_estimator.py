@@ -4,6 +4,7 @@ import itertools
 from dataclasses import replace
 
 import pytest
+from stackselect_domain.precision import weight_precision
 
 from apps.selections.estimator import (
     AcceleratorSpec,
@@ -20,7 +21,6 @@ from apps.selections.estimator import (
     max_concurrency_at_tpot,
     weights_bytes_per_gpu,
 )
-from apps.selections.precision import weight_precision
 
 # Shapes from shared/data/reference-facts/models.tsv (HF config.json copies).
 LLAMA_8B = ModelArch(

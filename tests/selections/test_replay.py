@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from stackselect_domain.workload import Workload, generate_requests
 
 from apps.selections import services
 from apps.selections.candidates.goal import goal_from_documents, open_loop_workload
 from apps.selections.models import Selection
 from apps.selections.replay import resolved_workload
 from apps.selections.tasks import compute_candidates
-from apps.selections.workload import Workload, generate_requests
 from tests.selections.helpers import create_selection
 from tests.selections.test_pages import FORM
 from tests.selections.test_traces import CSV

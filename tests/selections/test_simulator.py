@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from stackselect_domain.stepcost import StepCost
+from stackselect_domain.workload import Request, Workload, generate_requests
 
-from apps.selections.estimator import StepCost
 from apps.selections.simulator import (
     FINISHED,
     REJECTED,
@@ -14,7 +15,6 @@ from apps.selections.simulator import (
     max_rate_meeting_slo,
     simulate,
 )
-from apps.selections.workload import Request, Workload, generate_requests
 
 # Roughly an 8B dense model in 16-bit on one H100-class GPU, in round numbers.
 COST = StepCost(

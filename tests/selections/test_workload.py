@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import pytest
-
-from apps.selections.workload import (
+from stackselect_domain.workload import (
     ClosedLoop,
     Workload,
     generate_requests,

@@ -1,9 +1,9 @@
 from rest_framework import viewsets
 
-from apps.accounts.permissions import request_team
 from apps.audit.api.serializers import AuditEventSerializer
 from apps.audit.filters import AuditEventFilter
 from apps.audit.selectors import audit_events_visible_to
+from apps.core.request_context import request_team
 
 
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):

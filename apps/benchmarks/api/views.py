@@ -9,11 +9,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.permissions import TeamRolePermission, request_team
+from apps.accounts.permissions import TeamRolePermission
 from apps.benchmarks import services
 from apps.benchmarks.api.serializers import JobSerializer, PlanCreateIn, PlanSerializer
 from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.selectors import jobs_of, plans_of
+from apps.core.request_context import request_team
 
 
 class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):

@@ -11,7 +11,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.permissions import TeamRolePermission, request_team
+from apps.accounts.permissions import TeamRolePermission
+from apps.core.request_context import request_team
 from apps.decisions import selectors, services
 from apps.decisions.api.serializers import (
     ReasonIn,

@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.permissions import TeamRolePermission, request_team
+from apps.accounts.permissions import TeamRolePermission
+from apps.core.request_context import request_team
 from apps.evidence import selectors, services
 from apps.evidence.api.serializers import (
     FILE_ROLES,

@@ -1,8 +1,8 @@
-"""Input and output shapes of the runner API (runner/PROTOCOL.md), for validation and the schema."""
+"""Input and output shapes of the runner API (docs/runner-protocol.md), for validation and the
+schema."""
 
 from rest_framework import serializers
-
-from apps.benchmarks.choices import ATTEMPT_FINISH_STATES
+from stackselect_domain.attempts import FINISH_STATES
 
 
 class ProbeField(serializers.JSONField):
@@ -122,7 +122,7 @@ class ResultUploadOut(serializers.Serializer):
 
 
 class FinishIn(serializers.Serializer):
-    state = serializers.ChoiceField(choices=list(ATTEMPT_FINISH_STATES))
+    state = serializers.ChoiceField(choices=list(FINISH_STATES))
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rest_framework import serializers, viewsets
+from stackselect_domain.attempts import LEASED_STATES
 
-from apps.accounts.permissions import TeamRolePermission, request_team
-from apps.benchmarks.choices import ATTEMPT_LEASED
+from apps.accounts.permissions import TeamRolePermission
+from apps.core.request_context import request_team
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_state, runners_of
 
@@ -47,7 +48,7 @@ class RunnerViewSet(viewsets.ReadOnlyModelViewSet):
         context = super().get_serializer_context()
         context["busy_ids"] = set(
             self.get_queryset()
-            .filter(attempts__state__in=ATTEMPT_LEASED)
+            .filter(attempts__state__in=LEASED_STATES)
             .values_list("id", flat=True)
         )
         return context

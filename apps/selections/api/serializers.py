@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from stackselect_domain.precision import KV_DTYPE_BYTES, PRECISIONS
+from stackselect_domain.workload import parse_length
 
 from apps.catalog.choices import AttentionKind, Maturity
 from apps.catalog.models import Accelerator, Feature, ModelSpec
@@ -16,8 +18,6 @@ from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
 from apps.selections.choices import ComputeState, OperationalNeed
 from apps.selections.models import Selection
-from apps.selections.precision import KV_DTYPE_BYTES, PRECISIONS
-from apps.selections.workload import parse_length
 
 PRECISION_WORDS = tuple(PRECISIONS)
 KV_DTYPES = tuple(KV_DTYPE_BYTES)
@@ -136,7 +136,7 @@ class ArrivalSerializer(serializers.Serializer):
 
 
 class CustomModelSerializer(serializers.Serializer):
-    """An architecture the catalog lacks, with the estimator's field names (DOMAIN.md 3)."""
+    """An architecture the catalog lacks, with the estimator's field names."""
 
     name = serializers.CharField(max_length=120)
     architecture = CatalogSlugField(

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stackselect_domain.slo import SLO
+from stackselect_domain.workload import OpenLoopArrivals, Workload
+
 from apps.catalog.models import ModelSpec
 from apps.selections.catalog_adapter import (
     SIXTEEN_BIT,
@@ -15,8 +18,6 @@ from apps.selections.catalog_adapter import (
     model_arch,
 )
 from apps.selections.estimator import ModelArch
-from apps.selections.simulator import SLO
-from apps.selections.workload import OpenLoopArrivals, Workload
 
 DEFAULT_MAX_GPUS = 8
 
@@ -90,13 +91,7 @@ def goal_from_documents(
         precisions=tuple([precisions] if isinstance(precisions, str) else precisions),
         kv_dtype=workload.get("kv_dtype") or None,
         workload=open_loop_workload(parsed),
-        slo=SLO(
-            ttft_ms=slo.get("ttft_ms"),
-            tpot_ms=slo.get("tpot_ms"),
-            e2e_ms=slo.get("e2e_ms"),
-            percentile=slo.get("percentile", 99.0),
-            attainment=slo.get("attainment", 0.99),
-        ),
+        slo=SLO.from_dict(slo),
         isl=math.ceil(parsed.input_length.mean()),
         osl=math.ceil(parsed.output_length.mean()),
         max_context=workload.get("max_context"),

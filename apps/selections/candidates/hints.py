@@ -1,4 +1,5 @@
-"""Hints for kept stacks, each with the workload facts that trigger it (DOMAIN.md 3, 4, 8)."""
+"""Hints for kept stacks, each with the workload facts that trigger it (docs/domain.md sections
+3 and 4)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import PREFIX_REUSE_KINDS, hardware_feature
 
-# Thresholds of our own choosing (DOMAIN.md 3 names the conditions, not numbers): a prompt this
-# long makes prefill interfere with decode, an output this long keeps decode pools busy, and a
+# Thresholds of our own choosing (docs/domain.md section 3 names the conditions, not numbers):
+# a prompt this long makes prefill interfere with decode, an output this long keeps decode
+# pools busy, and a
 # percentile this high makes the tail SLO the binding one.
 LONG_PROMPT_TOKENS = 2048
 LONG_OUTPUT_TOKENS = 256

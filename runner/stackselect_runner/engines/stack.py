@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from stackselect_runner.checks import require_int, require_number
+from stackselect_domain.checks import require_int, require_number
 
 # KV words that mean "the model's own 16-bit dtype": every engine's default, so no flag.
 DEFAULT_KV_WORDS = frozenset({"auto", "bf16", "fp16"})

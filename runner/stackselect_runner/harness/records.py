@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from stackselect_domain.slo import SLO, SLOVerdict, judge
+
 from stackselect_runner.harness.specs import LoadPoint
 
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
@@ -97,3 +99,18 @@ class LoadPointResult:
             "summary": self.summary(),
             "records": [record.as_dict() for record in self.records],
         }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def records_verdict(records: Sequence[RequestRecord], slo: SLO) -> SLOVerdict:
+    """The SLO verdict over one load point's records, by the server's own rule."""
+    return judge(
+        slo,
+        ok=[record.ok for record in records],
+        ttft_ms=[_ms(record.ttft_s) for record in records],
+        tpot_ms=[_ms(record.tpot_s) for record in records],
+        e2e_ms=[_ms(record.e2e_s) for record in records],
+    )

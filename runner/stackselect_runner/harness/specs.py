@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from stackselect_runner.checks import require_int, require_number
+from stackselect_domain.checks import require_int, require_number
 
 EndpointKind = Literal["completions", "chat"]
 DEFAULT_TIMEOUT_S = 600.0
@@ -131,7 +131,7 @@ class HarnessSpec:
 
     @classmethod
     def from_job_spec(cls, job_spec: Mapping[str, Any], engine_url: str) -> HarnessSpec:
-        """Read runner/PROTOCOL.md's job spec: `engine`, `harness` and `requests`."""
+        """Read docs/runner-protocol.md's job spec: `engine`, `harness` and `requests`."""
         engine = _section(job_spec, "engine")
         harness = _section(job_spec, "harness")
         unknown = sorted(set(harness) - HARNESS_FIELDS)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stackselect_runner.checks import require_int
+from stackselect_domain.checks import require_int
 
 DEFAULT_MAX_TOKENS = 16
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.runners import views
+from apps.benchmarks import fleet_views as views
 
 app_name = "runners"
 

@@ -1,4 +1,5 @@
-"""Runner pages: the fleet list, a runner's detail (rotate, revoke) and enrollment tokens."""
+"""Runner pages: the fleet with each runner's current and recent attempts, a runner's detail
+(rotate, revoke) and enrollment tokens. They live in the benchmarks layer because they show jobs."""
 
 from __future__ import annotations
 

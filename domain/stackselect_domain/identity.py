@@ -1,6 +1,6 @@
 """The identity a result is measured under, its fingerprint, and when two results compare.
 
-DOMAIN.md section 5: candidates are compared only under one identity. The fields of the stack
+docs/domain.md section 5: candidates are compared only under one identity. The fields of the stack
 under test may differ (that is the comparison); any other difference makes the pair
 `not_comparable`, and the differing fields are named so the page can say why. A simulated
 result never compares with one measured on real hardware, whatever the stack under test.
@@ -8,14 +8,14 @@ result never compares with one measured on real hardware, whatever the stack und
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# What usually varies between candidates of one selection (DOMAIN.md section 1: a stack is
+from stackselect_domain.canonical import canonical_hash
+
+# What usually varies between candidates of one selection (docs/domain.md section 1: a stack is
 # engine + kernels + KV layer + hardware + parallelism + precision recipe).
 STACK_FIELDS: tuple[str, ...] = (
     "checkpoint",  # the weights actually served (a quantised checkpoint is its own)
@@ -85,15 +85,8 @@ def canonical_identity(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fingerprint(identity: Mapping[str, Any]) -> str:
-    """sha256 (hex) of the canonical identity as sorted, compact JSON."""
-    text = json.dumps(
-        canonical_identity(identity),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """sha256 (hex) of the canonical identity in the one canonical JSON form."""
+    return canonical_hash(canonical_identity(identity))
 
 
 def _differences(name: str, a: Any, b: Any) -> list[str]:

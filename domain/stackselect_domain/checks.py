@@ -1,4 +1,4 @@
-"""Input checks shared by the job spec, the step cost and the simulated engine's requests.
+"""Input checks shared by the job spec, the step cost, the SLO and the simulated engine.
 
 Each raises ValueError naming the field, so bad input reads as a clear message, not a crash.
 """

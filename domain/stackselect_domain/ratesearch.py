@@ -1,7 +1,7 @@
-"""Adaptive search for the highest request rate that meets the SLO attainment target.
+"""Searching for the highest request rate that meets the SLO, and reading it off load points.
 
-Instead of a fixed ladder of load points, the runner brackets the answer and bisects it, so
-engine time goes only to rates near the answer:
+`RateSearch` brackets the answer and bisects it, so engine (or simulator) time goes only to
+rates near the answer:
 
 1. Probe `start_rate_rps`.
 2. Bracket: while every probe passed, double the highest passing rate (capped at
@@ -11,18 +11,14 @@ engine time goes only to rates near the answer:
    (high - low) <= tolerance * high.
 
 The answer is the highest passing rate of the final bracket: a rate that was measured to pass,
-and within `tolerance` of the true crossing when attainment falls with the rate. The search
+and within `tolerance` of the true crossing when the SLO margin falls with the rate. The search
 ends early at `max_rate_rps` when it passes (the answer is "at least" that rate), at
-`min_rate_rps` when it fails (below the range) or after `max_probes` probes.
+`min_rate_rps` when it fails (below the range) or after `max_probes` probes. A probe passes
+when `stackselect_domain.slo.judge` says the SLO holds there, percentile included.
 
-Attainment is computed exactly as apps/evidence/analysis.py does on the server (the runner
-cannot import the web app): the share of ALL requests that meet every target; a failed request
-never meets it; a completed request whose metric is undefined (TPOT of a one-token output)
-cannot miss that target; when no completed request measured a targeted metric, attainment is
-unknowable (None). A probe passes when attainment >= the SLO's `attainment`, the rule of
-apps/evidence/analysis.max_rate_meeting. The SLO's `percentile` is carried for the record: with
-percentile <= 100 * attainment (99 and 0.99 by default) a passing probe also holds every
-metric's percentile within its target, since that share of requests meets all targets at once.
+`max_rate_between` reads the same answer off a finished sweep of load points. The runner drives
+`RateSearch` against an engine, the simulator against its model; the evidence analysis uses
+`max_rate_between`.
 """
 
 from __future__ import annotations
@@ -30,110 +26,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from stackselect_runner.checks import require_int, require_number
+from stackselect_domain.checks import require_int, require_number
+from stackselect_domain.slo import SLO, SLOVerdict
 
 GROWTH_FACTOR = 2.0
 DEFAULT_TOLERANCE = 0.05
-DEFAULT_PERCENTILE = 99.0
-DEFAULT_ATTAINMENT = 0.99
-SLO_TARGETS = ("ttft_ms", "tpot_ms", "e2e_ms")
-MS = 1000.0
 
 SearchBound = Literal["bracketed", "at_least", "below_range", "probe_limit"]
 
 
-class TimedRequest(Protocol):
-    """What attainment needs of a request record (harness.RequestRecord has it)."""
-
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def ttft_s(self) -> float | None: ...
-
-    @property
-    def tpot_s(self) -> float | None: ...
-
-    @property
-    def e2e_s(self) -> float | None: ...
-
-
-def _positive_or_none(data: Mapping[str, Any], name: str) -> float | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    return require_number(value, f"search.slo.{name}", 0.0, strict=True)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchSLO:
-    """Latency targets in milliseconds (None = no target) and the attainment to reach."""
-
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    e2e_ms: float | None = None
-    percentile: float = DEFAULT_PERCENTILE
-    attainment: float = DEFAULT_ATTAINMENT
-
-    def __post_init__(self) -> None:
-        if not self.targets():
-            raise ValueError("search.slo: set at least one of ttft_ms, tpot_ms, e2e_ms")
-        if not 0 < self.percentile <= 100:
-            raise ValueError(f"search.slo.percentile must be in (0, 100], got {self.percentile}")
-        if not 0 < self.attainment <= 1:
-            raise ValueError(f"search.slo.attainment must be in (0, 1], got {self.attainment}")
-
-    @classmethod
-    def from_dict(cls, data: Any) -> SearchSLO:
-        if not isinstance(data, Mapping):
-            raise ValueError("search.slo must be an object")
-        percentile = data.get("percentile")
-        attainment = data.get("attainment")
-        return cls(
-            **{name: _positive_or_none(data, name) for name in SLO_TARGETS},
-            percentile=DEFAULT_PERCENTILE
-            if percentile is None
-            else require_number(percentile, "search.slo.percentile", 0.0, strict=True),
-            attainment=DEFAULT_ATTAINMENT
-            if attainment is None
-            else require_number(attainment, "search.slo.attainment", 0.0, strict=True),
-        )
-
-    def targets(self) -> dict[str, float]:
-        named = {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_ms": self.e2e_ms}
-        return {name: target for name, target in named.items() if target is not None}
-
-
-def _metric_s(record: TimedRequest, target: str) -> float | None:
-    return {"ttft_ms": record.ttft_s, "tpot_ms": record.tpot_s, "e2e_ms": record.e2e_s}[target]
-
-
-def attainment(records: Sequence[TimedRequest], slo: SearchSLO) -> float | None:
-    """Share of all requests meeting every target (rules in the module docstring).
-
-    None when there are no records or a targeted metric was never measured.
-    """
-    if not records:
-        return None
-    completed = [record for record in records if record.ok]
-    for target in slo.targets():
-        if completed and all(_metric_s(record, target) is None for record in completed):
-            return None
-    met = 0
-    for record in completed:
-        values = ((_metric_s(record, name), limit) for name, limit in slo.targets().items())
-        if all(value is None or value <= limit / MS for value, limit in values):
-            met += 1
-    return met / len(records)
-
-
 @dataclass(frozen=True, slots=True)
 class SearchSpec:
-    """The job spec's `search` section (runner/PROTOCOL.md)."""
+    """The job spec's `search` section (docs/runner-protocol.md)."""
 
-    slo: SearchSLO
+    slo: SLO
     start_rate_rps: float
     min_rate_rps: float
     max_rate_rps: float
@@ -165,7 +73,7 @@ class SearchSpec:
                 raise ValueError(f"search: missing field '{name}'")
         start = data["start_rate_rps"]
         return cls(
-            slo=SearchSLO.from_dict(data["slo"]),
+            slo=SLO.from_dict(data["slo"], where="search.slo", need_target=True),
             start_rate_rps=start,
             min_rate_rps=data.get("min_rate_rps", start),
             max_rate_rps=data["max_rate_rps"],
@@ -180,6 +88,7 @@ class Probe:
     index: int
     rate_rps: float
     attainment: float
+    margin: float
     passed: bool
 
     def describe(self) -> str:
@@ -264,13 +173,19 @@ class RateSearch:
             return max(high / GROWTH_FACTOR, self.spec.min_rate_rps)
         return (low + high) / 2
 
-    def record(self, rate_rps: float, measured: float) -> Probe:
-        """Add the attainment measured at `rate_rps`; returns the probe with its verdict."""
+    def record(self, rate_rps: float, verdict: SLOVerdict) -> Probe:
+        """Add the verdict measured at `rate_rps`; an unknowable one is refused."""
+        if verdict.attainment is None or verdict.margin is None:
+            raise ValueError(
+                f"{rate_rps:g} req/s: the SLO verdict is unknowable (no completed request "
+                "measured every targeted latency)"
+            )
         probe = Probe(
             index=len(self.probes),
             rate_rps=rate_rps,
-            attainment=measured,
-            passed=measured >= self.spec.slo.attainment,
+            attainment=verdict.attainment,
+            margin=verdict.margin,
+            passed=bool(verdict.passed),
         )
         self.probes.append(probe)
         return probe
@@ -279,3 +194,33 @@ class RateSearch:
         low, high = self.bracket()
         bound = self._stop_reason() or "probe_limit"
         return SearchResult(low_rps=low, high_rps=high, bound=bound, probes=tuple(self.probes))
+
+
+@dataclass(frozen=True, slots=True)
+class MaxRate:
+    """The highest request rate that meets the SLO on a sweep, and how it was found.
+
+    Rule: load points are sorted by rate; the answer lies between the last passing point and
+    the FIRST failing one, interpolated linearly in the SLO margin (where it crosses zero).
+    Points above the first failure are ignored (a pass there is noise, not capacity). `bound`
+    says when the sweep does not bracket the answer: "below_range" (even the lowest rate
+    fails, rate None) or "at_least" (every rate passes; the highest one is a lower bound).
+    """
+
+    rate_rps: float | None
+    bound: Literal["interpolated", "below_range", "at_least"]
+
+
+def max_rate_between(points: Sequence[tuple[float, float]]) -> MaxRate:
+    """`points` are (request rate, SLO margin) pairs, a margin >= 0 meaning the SLO held."""
+    if not points:
+        raise ValueError("points: at least one (rate, margin) pair is needed")
+    ordered = sorted(points)
+    failing = next((i for i, (_, margin) in enumerate(ordered) if margin < 0), None)
+    if failing is None:
+        return MaxRate(ordered[-1][0], "at_least")
+    if failing == 0:
+        return MaxRate(None, "below_range")
+    (rate_pass, margin_pass), (rate_fail, margin_fail) = ordered[failing - 1], ordered[failing]
+    fraction = margin_pass / (margin_pass - margin_fail)
+    return MaxRate(rate_pass + fraction * (rate_fail - rate_pass), "interpolated")

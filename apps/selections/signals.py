@@ -1,0 +1,13 @@
+"""What the selections app announces to, or asks of, the apps above it.
+
+- `trace_uploaded(trace_id=...)`: sent inside the transaction that stored a workload trace
+  (decisions re-check workload drift).
+- `measurements_wanted(candidates=...)`: asked while a candidate page renders; a receiver (the
+  evidence app) answers {candidate id: [predicted-versus-measured rows]} for the candidates
+  it has measured results of. With no receiver the page simply shows no measurements.
+"""
+
+from django.dispatch import Signal
+
+trace_uploaded = Signal()
+measurements_wanted = Signal()
