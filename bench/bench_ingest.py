@@ -39,8 +39,8 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 
 from apps.accounts.models import Team  # noqa: E402
-from apps.benchmarks.identity import PlanOptions, build_identity, identity_fingerprint  # noqa: E402
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload  # noqa: E402
+from apps.benchmarks.plan_identity import PlanOptions, build_identity, identity_fingerprint  # noqa: E402
 from apps.evidence.ingest import ingest_upload  # noqa: E402
 from apps.evidence.models import EvidenceRun, LoadPointResult  # noqa: E402
 from apps.evidence.sample_store import copy_statement  # noqa: E402

@@ -107,6 +107,13 @@ def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
     attempt = JobAttempt.objects.create(
         job=job, number=number, queue=pool_queue(job.team_id, job.accelerator, job.gpu_count)
     )
+    audit_record(
+        actor=DISPATCHER,
+        action="attempt.dispatch",
+        obj=attempt,
+        team=job.team,
+        after={"job_id": job.pk, "number": number, "queue": attempt.queue},
+    )
     job_route(job)
     _publish_on_commit(attempt)
     return attempt

@@ -13,12 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
-from apps.selections.catalog_adapter import (
-    FALLBACK_BATCHED_TOKENS,
-    FALLBACK_MAX_SEQS,
-    accelerator_spec,
-    model_arch,
-)
+from apps.selections.catalog_adapter import accelerator_spec, model_arch, scheduler_budgets
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
 
 SIMULATED_ADAPTER = "simulated"
@@ -86,17 +81,15 @@ def simulated_engine(
         decode_batch=TYPICAL_DECODE_BATCH,
         context=max(mean_context, 1.0),
     )
-    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
+    budgets = scheduler_budgets(release)
     return {
         "adapter": SIMULATED_ADAPTER,
         "model": served_model_name,
         "served_model_name": served_model_name,
         "options": {
             "step_cost": cost.as_dict(),
-            "max_num_seqs": max_seqs,
-            "max_num_batched_tokens": max(
-                release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs
-            ),
+            "max_num_seqs": budgets.max_num_seqs,
+            "max_num_batched_tokens": budgets.max_num_batched_tokens,
             "time_scale": 1.0,
         },
     }

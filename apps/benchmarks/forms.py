@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 
 from apps.benchmarks.choices import PlanMode
-from apps.benchmarks.identity import (
+from apps.benchmarks.plan_identity import (
     DEFAULT_MAX_PROBES,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,

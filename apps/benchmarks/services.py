@@ -15,7 +15,8 @@ from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
 from apps.benchmarks.dispatch import attempt_dispatch, job_finish
 from apps.benchmarks.engine_spec import SIMULATED_ADAPTER, arch_for, job_engine, model_identity
-from apps.benchmarks.identity import (
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
+from apps.benchmarks.plan_identity import (
     PlanOptions,
     build_identity,
     default_load_points,
@@ -25,7 +26,6 @@ from apps.benchmarks.identity import (
     request_schedule,
     search_section,
 )
-from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.selections.choices import SelectionState
 from apps.selections.models import Candidate, Selection
 from apps.selections.replay import resolved_workload

@@ -15,7 +15,7 @@ from apps.accounts.scoping import get_scoped_or_404
 from apps.benchmarks import services
 from apps.benchmarks.choices import JOB_TERMINAL
 from apps.benchmarks.forms import PlanForm
-from apps.benchmarks.identity import default_load_points
+from apps.benchmarks.plan_identity import default_load_points
 from apps.benchmarks.search import search_view
 from apps.benchmarks.selectors import (
     job_attempts,

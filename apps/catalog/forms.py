@@ -14,8 +14,8 @@ from apps.catalog.editable import (
     FEATURE_FIELDS,
     RELEASE_FIELDS,
 )
-from apps.catalog.evidence import CellEvidence, maturity_change_errors
 from apps.catalog.interchange import FILE_FORMATS
+from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 from apps.catalog.models import (
     Accelerator,
     Capability,

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 
 from apps.catalog.choices import Maturity, Vendor
-from apps.catalog.evidence import CellEvidence, maturity_change_errors
+from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 from apps.catalog.models import Capability, EngineRelease, Feature, KernelBackend
 
 FILE_FORMATS = ("csv", "json")

@@ -18,8 +18,8 @@ from django.db.models import ProtectedError
 
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
-from apps.catalog.evidence import CellEvidence, maturity_change_errors
 from apps.catalog.interchange import ImportPlan, plan_import, read_rows
+from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 from apps.catalog.models import (
     Accelerator,
     Capability,

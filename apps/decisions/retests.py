@@ -22,8 +22,8 @@ from apps.accounts.models import Team
 from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkPlan
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.decisions import detection
 from apps.decisions.baseline import new_traces, observe, trace_sample, workload_sample

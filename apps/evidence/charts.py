@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from stackselect_domain.slo import SLO
 
-from apps.evidence.calibrate import PredictionError
+from apps.evidence.calibration_report import PredictionError
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
 from apps.evidence.stored import SKETCH_PERCENTILES
 

@@ -17,8 +17,8 @@ from django.conf import settings
 from django.db import connection
 from stackselect_domain.identity import fingerprint
 
-from apps.benchmarks.identity import plan_workload
 from apps.benchmarks.models import JobAttempt, ResultUpload
+from apps.benchmarks.plan_identity import plan_workload
 from apps.benchmarks.results import gunzip_limited
 from apps.evidence.choices import RunSource
 from apps.evidence.models import EvidenceRun, LoadPointResult

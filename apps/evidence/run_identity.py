@@ -1,7 +1,7 @@
 """The identity of a measured run, assembled from what the plan, the job and the files state.
 
 No Django: callers pass the documents in. The benchmark plan's identity document
-(apps/benchmarks/identity.py) has its own shape; this maps it onto the identity fields of
+(apps/benchmarks/plan_identity.py) has its own shape; this maps it onto the identity fields of
 `identity.py`, so runner results and imported results are judged by one rule.
 """
 

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
-from apps.evidence.calibrate import CalibrationReport, calibration_report
+from apps.evidence.calibration_report import CalibrationReport, calibration_report
 from apps.evidence.comparison import (
     CandidateEvidence,
     StoredResult,

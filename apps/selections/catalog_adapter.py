@@ -134,14 +134,27 @@ def accelerator_spec(accelerator: Accelerator) -> AcceleratorSpec:
     )
 
 
+@dataclass(frozen=True)
+class SchedulerBudgets:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+
+
+def scheduler_budgets(release: EngineRelease) -> SchedulerBudgets:
+    """The release's recorded budgets, with the fallbacks above: the one place they apply.
+
+    The token budget is never below the sequence budget (vLLM enforces the same)."""
+    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
+    tokens = max(release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs)
+    return SchedulerBudgets(max_num_seqs=max_seqs, max_num_batched_tokens=tokens)
+
+
 def engine_config(release: EngineRelease, *, kv_capacity_tokens: int) -> EngineConfig:
     """Scheduler budgets from the release's recorded defaults, with the fallbacks above."""
-    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
+    budgets = scheduler_budgets(release)
     return EngineConfig(
-        max_num_batched_tokens=max(
-            release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs
-        ),
-        max_num_seqs=max_seqs,
+        max_num_batched_tokens=budgets.max_num_batched_tokens,
+        max_num_seqs=budgets.max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens,
         kv_block_size=release.kv_block_size or FALLBACK_BLOCK_SIZE,
         chunked_prefill=release.chunked_prefill_default is not False,

@@ -10,25 +10,38 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from stackselect_domain.vocabulary import (
+    ARRIVAL_PROCESSES,
+    DEFAULT_PRECISION,
+    KV_DTYPES,
+    LENGTH_KINDS,
+    PRECISION_WORDS,
+    first_precision,
+)
 
 from apps.catalog.choices import AttentionKind
 from apps.catalog.models import Accelerator, Feature, ModelSpec
 from apps.selections import selectors
-from apps.selections.api.serializers import KV_DTYPES, PRECISION_WORDS
 from apps.selections.choices import OperationalNeed
 
-LENGTH_KINDS = [
-    ("fixed", "Fixed"),
-    ("normal", "Normal (mean, std)"),
-    ("lognormal", "Lognormal (median, sigma)"),
-    ("empirical", "Empirical (from the uploaded trace)"),
-]
+# Labels for the vocabulary's words. A row-by-row "replay" length is not offered: the form
+# replays a trace by choosing the arrival process "trace".
+_LENGTH_LABELS = {
+    "fixed": "Fixed",
+    "normal": "Normal (mean, std)",
+    "lognormal": "Lognormal (median, sigma)",
+    "empirical": "Empirical (from the uploaded trace)",
+}
+LENGTH_CHOICES = [(kind, _LENGTH_LABELS[kind]) for kind in LENGTH_KINDS if kind in _LENGTH_LABELS]
+_ARRIVAL_LABELS = {
+    "poisson": "Poisson at a rate",
+    "gamma": "Gamma at a rate, with burstiness",
+    "constant": "Constant rate",
+    "trace": "Replay an uploaded trace",
+}
 ARRIVALS = [
-    ("poisson", "Poisson at a rate"),
-    ("gamma", "Gamma at a rate, with burstiness"),
-    ("constant", "Constant rate"),
+    *[(process, _ARRIVAL_LABELS[process]) for process in ARRIVAL_PROCESSES],
     ("closed", "Closed loop at a concurrency"),
-    ("trace", "Replay an uploaded trace"),
 ]
 # The custom architecture's fields (API names) and the form field each takes, in form order.
 _WHOLE = {"required": False, "min_value": 1}
@@ -90,14 +103,16 @@ class GoalForm(forms.Form):
     model = forms.ChoiceField(
         required=False, help_text="From the catalog, or describe a custom architecture below."
     )
-    precision = forms.ChoiceField(choices=[(p, p) for p in PRECISION_WORDS], initial="bf16")
+    precision = forms.ChoiceField(
+        choices=[(p, p) for p in PRECISION_WORDS], initial=DEFAULT_PRECISION
+    )
     kv_dtype = forms.ChoiceField(
         choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES], required=False
     )
-    isl_kind = forms.ChoiceField(choices=LENGTH_KINDS, initial="fixed", label="Input length")
+    isl_kind = forms.ChoiceField(choices=LENGTH_CHOICES, initial="fixed", label="Input length")
     isl_tokens = forms.FloatField(required=False, label="Input tokens (value, mean or median)")
     isl_spread = forms.FloatField(required=False, label="Input spread (std or sigma)")
-    osl_kind = forms.ChoiceField(choices=LENGTH_KINDS, initial="fixed", label="Output length")
+    osl_kind = forms.ChoiceField(choices=LENGTH_CHOICES, initial="fixed", label="Output length")
     osl_tokens = forms.FloatField(required=False, label="Output tokens (value, mean or median)")
     osl_spread = forms.FloatField(required=False, label="Output spread (std or sigma)")
     arrival = forms.ChoiceField(choices=ARRIVALS, initial="poisson")
@@ -286,7 +301,7 @@ class GoalForm(forms.Form):
             "title": title,
             "model": workload.get("model", ""),
             **{f"{CUSTOM_PREFIX}{key}": custom.get(key) for key, *_ in CUSTOM_MODEL_FIELDS},
-            "precision": (workload.get("precision") or ["bf16"])[0],
+            "precision": first_precision(workload.get("precision")),
             "kv_dtype": workload.get("kv_dtype", ""),
             "arrival": arrival.get("process", "closed"),
             **{k: arrival.get(k) for k in ("rate_rps", "concurrency", "burstiness", "peak_factor")},

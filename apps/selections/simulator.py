@@ -489,7 +489,7 @@ def simulate(
         raise ValueError("max_sim_seconds: must be positive")
     engine = _Engine(requests, step_cost, config, max_sim_seconds, concurrency)
     rows = engine.run()
-    summary = _summarize(
+    summary = summarize_outcomes(
         rows,
         slo=slo,
         prefix_hit_tokens=engine.prefix_hit_tokens,
@@ -499,7 +499,7 @@ def simulate(
     return SimResult(rows=rows, summary=summary)
 
 
-def _summarize(
+def summarize_outcomes(
     rows: Sequence[RequestOutcome],
     *,
     slo: SLO | None,
@@ -507,6 +507,7 @@ def _summarize(
     steps: int,
     batch_tokens: int,
 ) -> SimSummary:
+    """Run-level figures of finished simulation rows; the SLO verdict is the domain's `judge`."""
     done = [row for row in rows if row.status == FINISHED]
     arrivals = [row.arrival_s for row in rows if row.arrival_s is not None]
     start = min(arrivals) if arrivals else 0.0

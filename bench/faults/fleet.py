@@ -19,8 +19,8 @@ from stack import PrivateStack, RunnerProcess, wait_for
 from apps.accounts.choices import Role
 from apps.accounts.models import Membership, Team
 from apps.benchmarks.choices import JOB_TERMINAL, AttemptState, JobState
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.evidence.models import EvidenceRun, Sample
 from apps.runners.services import enrollment_token_create

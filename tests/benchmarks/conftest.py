@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.benchmarks.factories import (
     RunnerClient,

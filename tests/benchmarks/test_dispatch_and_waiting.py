@@ -5,7 +5,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.benchmarks.factories import enrolled_runner, selection_with_candidates
 

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from stackselect_domain.workload import Workload, generate_requests
 
 from apps.audit.models import AuditEvent
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkPlan
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.catalog.models import Engine, EngineRelease
 from apps.selections.models import Candidate

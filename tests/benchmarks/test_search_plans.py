@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkPlan, ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.benchmarks.factories import result_document
 

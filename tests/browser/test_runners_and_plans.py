@@ -3,7 +3,7 @@
 import pytest
 from django.db import transaction
 
-from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.benchmarks.factories import (
     RunnerClient,

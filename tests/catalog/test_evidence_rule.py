@@ -2,7 +2,7 @@
 
 from datetime import date
 
-from apps.catalog.evidence import CellEvidence, maturity_change_errors
+from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 
 OLD = CellEvidence("beta", "https://example.org/a", date(2026, 1, 1))
 

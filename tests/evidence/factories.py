@@ -10,13 +10,13 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.benchmarks.identity import (
+from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload
+from apps.benchmarks.plan_identity import (
     PlanOptions,
     build_identity,
     identity_fingerprint,
     normalise_load_points,
 )
-from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload
 from apps.evidence.ingest import ingest_upload
 from apps.selections.models import Selection
 from tests.benchmarks.factories import WORKLOAD, catalog, selection_with_candidates

@@ -9,8 +9,8 @@ import pytest
 
 from apps.benchmarks.choices import AttemptState, JobState
 from apps.benchmarks.dispatch import reap_expired_leases
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_cancel, plan_create
 from apps.evidence.models import LoadPointResult
 from tests.benchmarks.factories import selection_with_candidates

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from apps.benchmarks.choices import AttemptState, JobState
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.fleet.processes import wait_for
 

@@ -13,8 +13,8 @@ from apps.accounts.models import ApiToken, Membership
 from apps.accounts.services import api_token_create
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor
-from apps.benchmarks.identity import PlanOptions
 from apps.benchmarks.models import BenchmarkPlan, JobAttempt, JobLog, ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.decisions.models import DecisionRecord, RetestTrigger
 from apps.evidence.models import EvidenceRun

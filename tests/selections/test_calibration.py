@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.selections.calibration import Measurement, fit_efficiency, predicted_vs_measured
+from apps.selections.efficiency_fit import Measurement, fit_efficiency, predicted_vs_measured
 from apps.selections.estimator import (
     AcceleratorSpec,
     Efficiency,

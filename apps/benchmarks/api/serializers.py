@@ -1,8 +1,8 @@
 from rest_framework import serializers
 
 from apps.benchmarks.choices import PlanMode
-from apps.benchmarks.identity import DEFAULT_MAX_PROBES, MAX_LOAD_POINTS, MAX_REQUEST_COUNT
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
+from apps.benchmarks.plan_identity import DEFAULT_MAX_PROBES, MAX_LOAD_POINTS, MAX_REQUEST_COUNT
 
 
 class AttemptSerializer(serializers.ModelSerializer):

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.accounts.permissions import TeamRolePermission
 from apps.benchmarks import services
 from apps.benchmarks.api.serializers import JobSerializer, PlanCreateIn, PlanSerializer
-from apps.benchmarks.identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.selectors import jobs_of, plans_of
 from apps.core.request_context import request_team
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.evidence.calibrate import CalibrationReport
+from apps.evidence.calibration_report import CalibrationReport
 from apps.evidence.comparison import METRIC_NAMES, CandidateEvidence, Cell, PointEvidence
 from apps.evidence.definitions import DEFINITIONS
 from apps.evidence.models import EvidenceRun

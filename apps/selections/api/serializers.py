@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
-from stackselect_domain.precision import KV_DTYPE_BYTES, PRECISIONS
+from stackselect_domain.vocabulary import (
+    ARRIVAL_PROCESSES,
+    KV_DTYPES,
+    LENGTH_KINDS,
+    PRECISION_WORDS,
+)
 from stackselect_domain.workload import parse_length
 
 from apps.catalog.choices import AttentionKind, Maturity
@@ -19,10 +24,6 @@ from apps.selections.catalog_adapter import custom_model_spec, model_arch
 from apps.selections.choices import ComputeState, OperationalNeed
 from apps.selections.models import Selection
 
-PRECISION_WORDS = tuple(PRECISIONS)
-KV_DTYPES = tuple(KV_DTYPE_BYTES)
-LENGTH_KINDS = ("fixed", "normal", "lognormal", "empirical")
-ARRIVAL_PROCESSES = ("poisson", "gamma", "constant", "trace")
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
 

@@ -29,8 +29,8 @@ from apps.selections.api.serializers import (
     TraceUploadSerializer,
 )
 from apps.selections.choices import CandidateOutcome
-from apps.selections.estimate import stateless_estimate
 from apps.selections.models import Selection
+from apps.selections.stateless_estimate import stateless_estimate
 
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100

@@ -12,10 +12,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from stackselect_domain.slo import judge
+
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Stack, Verdict
-from apps.selections.catalog_adapter import FALLBACK_MAX_SEQS, accelerator_spec, engine_config
+from apps.selections.catalog_adapter import accelerator_spec, engine_config, scheduler_budgets
 from apps.selections.estimator import (
     Efficiency,
     LatencyEstimate,
@@ -102,17 +104,20 @@ class Ranker:
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
-        slo = self.goal.slo
-        return (
-            (slo.ttft_ms is None or latency.ttft_ms <= slo.ttft_ms)
-            and (slo.tpot_ms is None or latency.tpot_ms <= slo.tpot_ms)
-            and (slo.e2e_ms is None or _e2e_ms(latency, self.goal.osl) <= slo.e2e_ms)
+        """The steady state as one typical request, judged by the domain's one SLO rule."""
+        verdict = judge(
+            self.goal.slo,
+            ok=[True],
+            ttft_ms=[latency.ttft_ms],
+            tpot_ms=[latency.tpot_ms],
+            e2e_ms=[_e2e_ms(latency, self.goal.osl)],
         )
+        return bool(verdict.passed)
 
     def throughput(self, stack: Stack) -> Throughput:
         """Largest in-flight count whose estimated latencies meet the SLO, and the replica's
         request rate there by Little's law (concurrency / end-to-end time)."""
-        max_seqs = stack.release.max_num_seqs or FALLBACK_MAX_SEQS
+        max_seqs = scheduler_budgets(stack.release).max_num_seqs
         key = (stack.accelerator.pk, stack.precision, stack.layout, stack.release.engine.slug)
         key += (max_seqs,)
         if key not in self._throughput:

@@ -3,7 +3,7 @@
 No queries: the selector passes the selection (its model row loaded), the candidates (their
 accelerator rows loaded) and the built evidence. Only evidence comparable with the reference
 is used, so a different workload never bends the factors. Uses the estimator's own fitting
-(apps/selections/calibration.py); this module only gathers the measurements.
+(apps/selections/efficiency_fit.py); this module only gathers the measurements.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from apps.benchmarks.identity import plan_workload
+from apps.benchmarks.plan_identity import plan_workload
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
-from apps.selections.calibration import Measurement, fit_efficiency, predicted_vs_measured
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.efficiency_fit import Measurement, fit_efficiency, predicted_vs_measured
 from apps.selections.estimator import Efficiency, Parallelism, estimate_latency
 from apps.selections.models import Candidate, Selection
 
