@@ -250,7 +250,7 @@ def invitation_accept(*, user: Any, plaintext: str) -> Membership:
     invitation = _usable_invitation(plaintext)
     if invitation.username and invitation.username != user.get_username():
         raise ValidationError(
-            "This invitation is for another account: sign in as the invited user to accept it."
+            "This invitation is for another account: log in as the invited user to accept it."
         )
     if Membership.objects.filter(team=invitation.team, user=user).exists():
         raise ValidationError(f"You are a member of {invitation.team} already.")
@@ -262,7 +262,7 @@ def invitation_sign_up(*, plaintext: str, username: str, password: str) -> Membe
     """A new person makes an account from an e-mail invitation and joins its team."""
     invitation = _usable_invitation(plaintext)
     if invitation.username:
-        raise ValidationError("This invitation is for an existing account: sign in to accept it.")
+        raise ValidationError("This invitation is for an existing account: log in to accept it.")
     try:
         with transaction.atomic():
             user = get_user_model().objects.create_user(

@@ -249,7 +249,7 @@ def _sign_up(request: HttpRequest, invitation: Invitation, token: str) -> HttpRe
             messages.success(
                 request,
                 f"Your account {form.cleaned_data['username']} is ready and you are in "
-                f"{invitation.team}. Sign in to start.",
+                f"{invitation.team}. Log in to start.",
             )
             return redirect("accounts:login")
     status = 400 if form.errors else 200

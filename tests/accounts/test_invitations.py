@@ -158,7 +158,7 @@ def test_an_invitation_to_a_username_is_not_taken_by_another_account(alice_clien
 def test_an_invitation_to_a_username_offers_no_sign_up(alice_client):
     path = invite(alice_client, "zed")
     page = Client().get(path).content.decode()
-    assert 'id="sign-up-form"' not in page and "Sign in as zed to accept" in page
+    assert 'id="sign-up-form"' not in page and "Log in as zed to accept" in page
     assert sign_up(path, username="zed").status_code == 400
     assert not get_user_model().objects.filter(username="zed").exists()
 

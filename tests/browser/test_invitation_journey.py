@@ -51,7 +51,7 @@ def test_an_invited_approver_accepts_the_decision_its_author_cannot(
         screenshot(dave_page, "invitation-sign-up")
         dave_page.click("#sign-up")
         dave_page.wait_for_url("**/accounts/login/")
-        assert "Sign in to start" in dave_page.locator(".messages").inner_text()
+        assert "Log in to start" in dave_page.locator(".messages").inner_text()
         log_in(dave_page, "dave")
         dave_page.goto(f"/decisions/{record.pk}/")
         dave_page.click("#accept-record")
