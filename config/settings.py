@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "apps.core",
     "apps.accounts",
     "apps.audit",
@@ -104,6 +105,17 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Team invitations: a one-time link, mailed only when the operator names an e-mail backend.
+INVITATION_TTL_S = env_int("INVITATION_TTL_S", 7 * 24 * 3600, minimum=300)
+EMAIL_CONFIGURED = bool(env_str("EMAIL_BACKEND"))
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.dummy.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "stackselect@localhost")
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -158,6 +170,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Choose an LLM serving stack with evidence. User API under /api/v1/.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the app's own static files (the sidecar package), never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "EngineKindEnum": "apps.catalog.choices.EngineKind",

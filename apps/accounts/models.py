@@ -1,6 +1,9 @@
-"""Teams own everything a user creates; memberships carry the role; API tokens are digests."""
+"""Teams own everything a user creates; memberships carry the role; API tokens and invitation
+links are kept as digests."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -64,3 +67,48 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class Invitation(models.Model):
+    """A one-time link that makes its holder a team member. Only the link's digest is kept.
+
+    Addressed by e-mail, it signs up a new account or is accepted by a signed-in one; addressed
+    by username, only that signed-in user can accept it (so it never tells whether they exist).
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(blank=True)
+    username = models.CharField(max_length=150, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} to {self.team} as {self.role}"
+
+    @property
+    def invitee(self) -> str:
+        return self.email or self.username
+
+    def problem(self, now: datetime) -> str | None:
+        """Why the link can no longer be used, or None while it can."""
+        if self.accepted_at is not None:
+            return "This invitation has been used already."
+        if self.withdrawn_at is not None:
+            return "This invitation was withdrawn by a team admin."
+        if self.expires_at <= now:
+            return f"This invitation expired on {self.expires_at:%Y-%m-%d %H:%M} UTC."
+        return None

@@ -1,4 +1,4 @@
-"""Reads about users, teams and tokens."""
+"""Reads about users, teams, tokens and invitations."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from apps.accounts.models import ApiToken, Membership, Team
+from apps.accounts.models import ApiToken, Invitation, Membership, Team
 from apps.accounts.secrets import matches, split_prefix
 
 API_TOKEN_KIND = "ssk"
+INVITATION_KIND = "ssi"
 
 
 def memberships_of(*, user: Any) -> QuerySet[Membership]:
@@ -27,6 +28,24 @@ def membership_for(*, user: Any, team: Team | None) -> Membership | None:
 
 def team_members(*, team: Team) -> QuerySet[Membership]:
     return Membership.objects.filter(team=team).select_related("user").order_by("user__username")
+
+
+def pending_invitations(*, team: Team) -> QuerySet[Invitation]:
+    """Invitations of the team not yet used, withdrawn or expired, newest first."""
+    return Invitation.objects.filter(
+        team=team, accepted_at=None, withdrawn_at=None, expires_at__gt=timezone.now()
+    ).select_related("invited_by")
+
+
+def invitation_for_link(*, plaintext: str) -> Invitation | None:
+    """The invitation this link's secret belongs to, whatever its state; None for a bad link."""
+    prefix = split_prefix(plaintext, INVITATION_KIND)
+    if prefix is None:
+        return None
+    invitation = Invitation.objects.select_related("team").filter(prefix=prefix).first()
+    if invitation is None or not matches(plaintext, invitation.digest):
+        return None
+    return invitation
 
 
 def api_tokens_of(*, user: Any) -> QuerySet[ApiToken]:

@@ -1,21 +1,28 @@
-"""Writes for teams, memberships and API tokens; each one transaction with its audit event."""
+"""Writes for teams, memberships, invitations and API tokens; each one transaction with its audit
+event."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.accounts.choices import Role
-from apps.accounts.models import ApiToken, Membership, Team
+from apps.accounts.models import ApiToken, Invitation, Membership, Team
 from apps.accounts.secrets import issue_secret
-from apps.accounts.selectors import API_TOKEN_KIND
+from apps.accounts.selectors import API_TOKEN_KIND, INVITATION_KIND, invitation_for_link
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
+
+INVALID_LINK = "This invitation link is not valid; check that it was copied whole."
 
 
 def require_role(*, user: Any, team: Team | None, minimum: str) -> Membership:
@@ -40,11 +47,15 @@ def team_create(*, actor: Actor, name: str, slug: str = "", owner: Any = None) -
     return team
 
 
-def _membership_write(*, actor: Actor, team: Team, user: Any, role: str) -> Membership:
+def _check_role(role: str) -> None:
     if role not in Role.values:
         raise ValidationError(
             {"role": f"{role!r} is not a role; use one of {', '.join(Role.values)}."}
         )
+
+
+def _membership_write(*, actor: Actor, team: Team, user: Any, role: str) -> Membership:
+    _check_role(role)
     existing = Membership.objects.filter(team=team, user=user).first()
     before = snapshot(existing) if existing else None
     membership, _ = Membership.objects.update_or_create(
@@ -62,15 +73,31 @@ def _membership_write(*, actor: Actor, team: Team, user: Any, role: str) -> Memb
 
 
 @transaction.atomic
-def membership_set(*, actor_user: Any, team: Team, username: str, role: str) -> Membership:
-    """A team admin adds a user to the team or changes their role."""
+def membership_role_set(
+    *, actor_user: Any, team: Team, membership_id: int, role: str
+) -> Membership:
+    """A team admin changes a member's role; the team always keeps one admin."""
     require_role(user=actor_user, team=team, minimum=Role.ADMIN)
-    user = get_user_model().objects.filter(username=username).first()
-    if user is None:
-        raise ValidationError({"username": f"No user is called {username!r}."})
-    if user == actor_user and role != Role.ADMIN and _admin_count(team) == 1:
+    membership = _locked_membership(team, membership_id)
+    if membership.role == Role.ADMIN and role != Role.ADMIN and _admin_count(team) == 1:
         raise ValidationError({"role": "The team's last admin cannot give up the admin role."})
-    return _membership_write(actor=Actor.for_user(actor_user), team=team, user=user, role=role)
+    return _membership_write(
+        actor=Actor.for_user(actor_user), team=team, user=membership.user, role=role
+    )
+
+
+def _locked_membership(team: Team, membership_id: int) -> Membership:
+    """The member's row, after locking the team's so that admin counts cannot race."""
+    Team.objects.select_for_update().filter(pk=team.pk).first()
+    membership = (
+        Membership.objects.select_for_update()
+        .select_related("user")
+        .filter(pk=membership_id, team=team)
+        .first()
+    )
+    if membership is None:
+        raise ValidationError({"membership": "That member is not in this team."})
+    return membership
 
 
 def _admin_count(team: Team) -> int:
@@ -80,9 +107,7 @@ def _admin_count(team: Team) -> int:
 @transaction.atomic
 def membership_remove(*, actor_user: Any, team: Team, membership_id: int) -> None:
     require_role(user=actor_user, team=team, minimum=Role.ADMIN)
-    membership = Membership.objects.select_for_update().filter(pk=membership_id, team=team).first()
-    if membership is None:
-        raise ValidationError({"membership": "That member is not in this team."})
+    membership = _locked_membership(team, membership_id)
     if membership.role == Role.ADMIN and _admin_count(team) == 1:
         raise ValidationError({"membership": "The team's last admin cannot be removed."})
     before = snapshot(membership)
@@ -143,3 +168,144 @@ def api_token_revoke(*, actor_user: Any, token_id: int) -> ApiToken:
         after=snapshot(token, exclude=["digest"]),
     )
     return token
+
+
+@transaction.atomic
+def invitation_create(
+    *, actor_user: Any, team: Team, invitee: str, role: str
+) -> tuple[Invitation, str]:
+    """A team admin invites an e-mail address or a username with a role.
+
+    Returns the invitation and the link's secret, shown once and never stored. Whether a
+    username exists is never checked, so the answer is the same either way.
+    """
+    require_role(user=actor_user, team=team, minimum=Role.ADMIN)
+    _check_role(role)
+    address = _invitee_fields(invitee.strip())
+    username = address.get("username")
+    if username and Membership.objects.filter(team=team, user__username=username).exists():
+        raise ValidationError({"invitee": f"{username} is a member of the team already."})
+    secret = issue_secret(INVITATION_KIND)
+    invitation = Invitation.objects.create(
+        team=team,
+        role=role,
+        prefix=secret.prefix,
+        digest=secret.digest,
+        invited_by=actor_user,
+        expires_at=timezone.now() + timedelta(seconds=settings.INVITATION_TTL_S),
+        **address,
+    )
+    audit_record(
+        actor=Actor.for_user(actor_user),
+        action="invitation.create",
+        obj=invitation,
+        team=team,
+        after=snapshot(invitation, exclude=["digest"]),
+    )
+    return invitation, secret.plaintext
+
+
+def _invitee_fields(invitee: str) -> dict[str, str]:
+    """`email` for anything with an @, else `username`; each checked for its shape only."""
+    if not invitee:
+        raise ValidationError({"invitee": "Enter an e-mail address or a username."})
+    try:
+        if "@" in invitee:
+            validate_email(invitee)
+            return {"email": invitee}
+        UnicodeUsernameValidator()(invitee)
+    except ValidationError as error:
+        raise ValidationError(
+            {"invitee": "Enter an e-mail address, or a username of letters, digits and @.+-_."}
+        ) from error
+    return {"username": invitee}
+
+
+@transaction.atomic
+def invitation_withdraw(*, actor_user: Any, team: Team, invitation_id: int) -> Invitation:
+    require_role(user=actor_user, team=team, minimum=Role.ADMIN)
+    invitation = Invitation.objects.select_for_update().filter(pk=invitation_id, team=team).first()
+    if invitation is None:
+        raise ValidationError({"invitation": "That invitation is not of this team."})
+    problem = invitation.problem(timezone.now())
+    if problem:
+        raise ValidationError({"invitation": problem})
+    before = snapshot(invitation, exclude=["digest"])
+    invitation.withdrawn_at = timezone.now()
+    invitation.save(update_fields=["withdrawn_at"])
+    audit_record(
+        actor=Actor.for_user(actor_user),
+        action="invitation.withdraw",
+        obj=invitation,
+        team=team,
+        before=before,
+        after=snapshot(invitation, exclude=["digest"]),
+    )
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, user: Any, plaintext: str) -> Membership:
+    """A signed-in user takes up the invitation of this link and joins its team."""
+    invitation = _usable_invitation(plaintext)
+    if invitation.username and invitation.username != user.get_username():
+        raise ValidationError(
+            "This invitation is for another account: log in as the invited user to accept it."
+        )
+    if Membership.objects.filter(team=invitation.team, user=user).exists():
+        raise ValidationError(f"You are a member of {invitation.team} already.")
+    return _take_up(invitation, user)
+
+
+@transaction.atomic
+def invitation_sign_up(*, plaintext: str, username: str, password: str) -> Membership:
+    """A new person makes an account from an e-mail invitation and joins its team."""
+    invitation = _usable_invitation(plaintext)
+    if invitation.username:
+        raise ValidationError("This invitation is for an existing account: log in to accept it.")
+    try:
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(
+                username, email=invitation.email, password=password
+            )
+    except IntegrityError as error:
+        raise ValidationError({"username": "That username is taken; choose another."}) from error
+    audit_record(
+        actor=Actor.for_user(user),
+        action="user.create",
+        obj=user,
+        team=invitation.team,
+        after={"username": username, "email": invitation.email},
+        message=f"signed up through an invitation to {invitation.team}",
+    )
+    return _take_up(invitation, user)
+
+
+def _usable_invitation(plaintext: str) -> Invitation:
+    found = invitation_for_link(plaintext=plaintext)
+    invitation = None if found is None else Invitation.objects.select_for_update().get(pk=found.pk)
+    if invitation is None:
+        raise ValidationError(INVALID_LINK)
+    problem = invitation.problem(timezone.now())
+    if problem:
+        raise ValidationError(problem)
+    return invitation
+
+
+def _take_up(invitation: Invitation, user: Any) -> Membership:
+    before = snapshot(invitation, exclude=["digest"])
+    membership = _membership_write(
+        actor=Actor.for_user(user), team=invitation.team, user=user, role=invitation.role
+    )
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    audit_record(
+        actor=Actor.for_user(user),
+        action="invitation.accept",
+        obj=invitation,
+        team=invitation.team,
+        before=before,
+        after=snapshot(invitation, exclude=["digest"]),
+    )
+    return membership

@@ -12,5 +12,12 @@ urlpatterns = [
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
     path("team/switch/", views.team_switch, name="team-switch"),
     path("team/members/", views.members, name="members"),
+    path("team/members/<int:membership_id>/role/", views.member_role, name="member-role"),
     path("team/members/<int:membership_id>/remove/", views.member_remove, name="member-remove"),
+    path(
+        "team/invitations/<int:invitation_id>/withdraw/",
+        views.invitation_withdraw,
+        name="invitation-withdraw",
+    ),
+    path("invitations/<str:token>/", views.invitation, name="invitation"),
 ]

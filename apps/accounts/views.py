@@ -1,4 +1,5 @@
-"""Pages for the profile (API tokens), the team switcher and team membership."""
+"""Pages for the profile (API tokens), the team switcher, team membership and the invitation
+link."""
 
 from __future__ import annotations
 
@@ -7,20 +8,38 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from apps.accounts import services
 from apps.accounts.choices import Role
-from apps.accounts.forms import ApiTokenForm, MembershipForm, TeamSwitchForm
+from apps.accounts.forms import (
+    ApiTokenForm,
+    InvitationForm,
+    RoleForm,
+    SignUpForm,
+    TeamSwitchForm,
+)
+from apps.accounts.mail import mail_enabled, send_invitation
 from apps.accounts.middleware import SESSION_TEAM_KEY
-from apps.accounts.models import Membership
+from apps.accounts.models import Invitation, Membership
 from apps.accounts.scoping import get_scoped_or_404
-from apps.accounts.selectors import api_tokens_of, memberships_of, team_members
+from apps.accounts.selectors import (
+    api_tokens_of,
+    invitation_for_link,
+    memberships_of,
+    pending_invitations,
+    team_members,
+)
 from apps.audit.services import Actor
 
 
 def _add_service_errors(form, error: ValidationError) -> None:
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error.messages)
+        return
     for field, field_errors in error.message_dict.items():
         form.add_error(field if field in form.fields else None, field_errors)
 
@@ -77,29 +96,81 @@ def team_switch(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
-@login_required
-def members(request: HttpRequest) -> HttpResponse:
+def _team_admin(request: HttpRequest) -> None:
     if request.team is None:
         raise PermissionDenied("You are not in a team yet.")
-    is_admin = request.membership.has_role(Role.ADMIN)
-    form = MembershipForm(request.POST or None)
+    if not request.membership.has_role(Role.ADMIN):
+        raise PermissionDenied("Only team admins change membership.")
+
+
+@login_required
+def members(request: HttpRequest) -> HttpResponse:
+    """The team's members and, for admins, role changes, invitations and their one-time links."""
+    if request.team is None:
+        raise PermissionDenied("You are not in a team yet.")
+    if request.method == "POST":
+        _team_admin(request)
+    form = InvitationForm(request.POST or None)
+    new_invitation = new_link = mailed = None
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            services.membership_set(actor_user=request.user, team=request.team, **data)
+            new_invitation, secret = services.invitation_create(
+                actor_user=request.user, team=request.team, **form.cleaned_data
+            )
         except ValidationError as error:
             _add_service_errors(form, error)
         else:
-            messages.success(request, f"{data['username']} is now {data['role']}.")
-            return redirect("accounts:members")
-    context = {"form": form, "members": team_members(team=request.team), "is_admin": is_admin}
-    return render(request, "accounts/members.html", context)
+            new_link = request.build_absolute_uri(reverse("accounts:invitation", args=[secret]))
+            mailed = send_invitation(invitation=new_invitation, link=new_link)
+            form = InvitationForm()
+    is_admin = request.membership.has_role(Role.ADMIN)
+    context = {
+        "form": form,
+        "new_invitation": new_invitation,
+        "new_link": new_link,
+        "mailed": mailed,
+        "mail_enabled": mail_enabled(),
+        "members": team_members(team=request.team),
+        "invitations": pending_invitations(team=request.team) if is_admin else [],
+        "roles": Role.choices,
+        "is_admin": is_admin,
+    }
+    return render(request, "accounts/members.html", context, status=400 if form.errors else 200)
 
 
 @login_required
 @require_POST
+def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
+    membership = get_scoped_or_404(Membership.objects.all(), request.team, pk=membership_id)
+    _team_admin(request)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of the roles.")
+        return redirect("accounts:members")
+    try:
+        services.membership_role_set(
+            actor_user=request.user,
+            team=request.team,
+            membership_id=membership_id,
+            role=form.cleaned_data["role"],
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        role = Role(form.cleaned_data["role"]).label.lower()
+        messages.success(request, f"{membership.user.get_username()} is now {role}.")
+    return redirect("accounts:members")
+
+
+@login_required
 def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
-    get_scoped_or_404(Membership.objects.all(), request.team, pk=membership_id)
+    """GET asks to confirm; POST removes."""
+    membership = get_scoped_or_404(
+        Membership.objects.select_related("user"), request.team, pk=membership_id
+    )
+    _team_admin(request)
+    if request.method != "POST":
+        return render(request, "accounts/member_remove.html", {"membership": membership})
     try:
         services.membership_remove(
             actor_user=request.user, team=request.team, membership_id=membership_id
@@ -107,5 +178,79 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        messages.success(request, "The member was removed from the team.")
+        messages.success(
+            request, f"{membership.user.get_username()} was removed from {request.team}."
+        )
     return redirect("accounts:members")
+
+
+@login_required
+@require_POST
+def invitation_withdraw(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    get_scoped_or_404(Invitation.objects.all(), request.team, pk=invitation_id)
+    _team_admin(request)
+    try:
+        invitation = services.invitation_withdraw(
+            actor_user=request.user, team=request.team, invitation_id=invitation_id
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(request, f"The invitation of {invitation.invitee} is withdrawn.")
+    return redirect("accounts:members")
+
+
+def invitation(request: HttpRequest, token: str) -> HttpResponse:
+    """The one-time link: a signed-in user accepts; anyone else signs up (e-mail invitations)."""
+    found = invitation_for_link(plaintext=token)
+    if found is None:
+        return _invitation_page(request, None, problem=services.INVALID_LINK, status=404)
+    problem = found.problem(timezone.now())
+    if problem:
+        return _invitation_page(request, found, problem=problem, spent=True, status=410)
+    if request.user.is_authenticated:
+        return _accept(request, found, token)
+    return _sign_up(request, found, token)
+
+
+def _invitation_page(
+    request: HttpRequest, invitation: Invitation | None, status: int = 200, **extra: object
+) -> HttpResponse:
+    context = {"invitation": invitation, **extra}
+    return render(request, "accounts/invitation.html", context, status=status)
+
+
+def _accept(request: HttpRequest, invitation: Invitation, token: str) -> HttpResponse:
+    if request.method != "POST":
+        return _invitation_page(request, invitation)
+    try:
+        membership = services.invitation_accept(user=request.user, plaintext=token)
+    except ValidationError as error:
+        return _invitation_page(request, invitation, problem=" ".join(error.messages), status=400)
+    request.session[SESSION_TEAM_KEY] = membership.team_id
+    messages.success(
+        request, f"You joined {membership.team} as {membership.get_role_display().lower()}."
+    )
+    return redirect("core:home")
+
+
+def _sign_up(request: HttpRequest, invitation: Invitation, token: str) -> HttpResponse:
+    form = SignUpForm(request.POST or None, email=invitation.email)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.invitation_sign_up(
+                plaintext=token,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+            )
+        except ValidationError as error:
+            _add_service_errors(form, error)
+        else:
+            messages.success(
+                request,
+                f"Your account {form.cleaned_data['username']} is ready and you are in "
+                f"{invitation.team}. Log in to start.",
+            )
+            return redirect("accounts:login")
+    status = 400 if form.errors else 200
+    return _invitation_page(request, invitation, form=form, status=status)

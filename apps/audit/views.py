@@ -40,6 +40,7 @@ def _filtered(request: HttpRequest) -> AuditEventFilter:
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
     filterset = _filtered(request)
+    filterset.offer_choices()
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [(event, event_diff(event)) for event in page.object_list]
     query = request.GET.copy()

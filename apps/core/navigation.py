@@ -10,6 +10,7 @@ SECTIONS = (
     ("Selections", "selections:list"),
     ("Catalog", "catalog:matrix"),
     ("Runners", "runners:list"),
+    ("Benchmarks", "benchmarks:list"),
     ("Decisions", "decisions:list"),
     ("Audit", "audit:events"),
 )

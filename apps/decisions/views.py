@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from apps.accounts.choices import Role
 from apps.core.errors import ConflictError
 from apps.decisions import retests, selectors, services
 from apps.decisions.choices import EDITABLE_STATUSES, DecisionStatus, TriggerKind
@@ -114,6 +115,8 @@ def _detail_context(request: HttpRequest, record_id: int) -> dict[str, Any]:
         "triggers": list(record.triggers.select_related("plan")),
         "successors": list(record.successors.order_by("number")),
         "editable": record.status in EDITABLE_STATUSES,
+        "is_approver": request.membership.has_role(Role.APPROVER),
+        "is_author": record.created_by_id == request.user.pk,
         "statuses": DecisionStatus,
         "reason_form": ReasonForm(),
     }

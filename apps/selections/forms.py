@@ -7,6 +7,7 @@ API takes, the API serializer validates it, and `add_document_errors` puts each 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -65,6 +66,10 @@ CUSTOM_MODEL_FIELDS: tuple[tuple[str, type[forms.Field], dict[str, Any]], ...] =
     ("experts_active", forms.IntegerField, _WHOLE),
 )
 CUSTOM_PREFIX = "custom_"
+# The model choice that means "describe the architecture below"; empty means "not chosen yet".
+CUSTOM_CHOICE = "custom-architecture"
+# The API's words for an empty required value.
+_MISSING_VALUE = {"This field may not be null.", "This field is required."}
 # API field -> the form field that holds it, for putting nested errors back.
 _LENGTH_KEYS = {"value": "tokens", "mean": "tokens", "median": "tokens", "std": "spread"}
 _LENGTH_KEYS |= {"sigma": "spread", "values": "kind", "kind": "kind"}
@@ -87,7 +92,7 @@ FIELDSETS = (
     ("Workload", ("title", "model", "precision", "kv_dtype", "isl_kind", "isl_tokens")),
     ("", ("isl_spread", "osl_kind", "osl_tokens", "osl_spread", "max_context")),
     (
-        "Custom model (when no catalog model is chosen)",
+        "Custom model (when the model is Custom architecture)",
         tuple(f"{CUSTOM_PREFIX}{key}" for key, *_ in CUSTOM_MODEL_FIELDS),
     ),
     ("Arrival", ("arrival", "rate_rps", "concurrency", "burstiness", "peak_factor")),
@@ -101,7 +106,10 @@ FIELDSETS = (
 class GoalForm(forms.Form):
     title = forms.CharField(max_length=160)
     model = forms.ChoiceField(
-        required=False, help_text="From the catalog, or describe a custom architecture below."
+        help_text="From the catalog, or a custom architecture described below.",
+        error_messages={
+            "required": "Choose a model from the catalog, or Custom architecture to describe one."
+        },
     )
     precision = forms.ChoiceField(
         choices=[(p, p) for p in PRECISION_WORDS], initial=DEFAULT_PRECISION
@@ -144,7 +152,7 @@ class GoalForm(forms.Form):
     accelerators = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: all."
     )
-    max_gpus = forms.IntegerField(initial=8)
+    max_gpus = forms.IntegerField(initial=8, label="Max GPUs")
     required_features = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -169,7 +177,11 @@ class GoalForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.existing_workload = existing_workload or {}
         models = list(ModelSpec.objects.values_list("slug", "name"))
-        self.fields["model"].choices = [("", "Custom architecture (below)"), *models]
+        self.fields["model"].choices = [
+            ("", "Choose a model"),
+            *models,
+            (CUSTOM_CHOICE, "Custom architecture (described below)"),
+        ]
         self.fields["accelerators"].choices = list(Accelerator.objects.values_list("slug", "name"))
         self.fields["trace"].choices = [("", "—")] + [
             (trace.pk, f"{trace.name} ({trace.row_count} requests)")
@@ -215,7 +227,7 @@ class GoalForm(forms.Form):
 
     def _model(self) -> dict[str, Any]:
         """The catalog model, or the custom architecture's filled-in fields."""
-        if self.cleaned_data.get("model"):
+        if self.cleaned_data["model"] != CUSTOM_CHOICE:
             return {"model": self.cleaned_data["model"]}
         custom = {
             key: self.cleaned_data.get(f"{CUSTOM_PREFIX}{key}") for key, *_ in CUSTOM_MODEL_FIELDS
@@ -272,9 +284,18 @@ class GoalForm(forms.Form):
                     self.add_document_errors(item, where)
             else:
                 messages = value if isinstance(value, list) else [value]
-                field = self._field_for(where)
-                text = [str(m) if field else f"{'.'.join(where)}: {m}" for m in messages]
-                self.add_error(field, text)
+                self.add_error(self._field_for(where), [self.in_page_words(m) for m in messages])
+
+    def in_page_words(self, message: Any) -> str:
+        """The API's message as the page says it: labels instead of field names (ttft_ms is
+        "TTFT target (ms)"), and "Enter a value." where the API says a value may not be null."""
+        text = str(message)
+        if text in _MISSING_VALUE:
+            return "Enter a value."
+        for name, field in self.fields.items():
+            if "_" in name and field.label:
+                text = re.sub(rf"\b{name}\b", str(field.label), text)
+        return text
 
     def _field_for(self, path: tuple[str, ...]) -> str | None:
         if path[0] in ("workload", "slo", "constraints"):
@@ -299,7 +320,7 @@ class GoalForm(forms.Form):
         custom = workload.get("custom_model") or {}
         initial: dict[str, Any] = {
             "title": title,
-            "model": workload.get("model", ""),
+            "model": workload.get("model") or (CUSTOM_CHOICE if custom else ""),
             **{f"{CUSTOM_PREFIX}{key}": custom.get(key) for key, *_ in CUSTOM_MODEL_FIELDS},
             "precision": first_precision(workload.get("precision")),
             "kv_dtype": workload.get("kv_dtype", ""),

@@ -32,7 +32,9 @@ def test_alice_filters_the_audit_page_and_reads_a_diff(page, alice, acme):
     page.click("nav.mainnav >> text=Audit")
     assert page.locator("table.audit > tbody > tr").count() == 2
 
-    page.fill("#id_action", "selection.update")
+    assert page.locator("#id_occurred_after").get_attribute("type") == "date"
+    assert page.locator("#id_object_type option[value='accounts.team']").inner_text() == "Team"
+    page.select_option("#id_action", "selection.update")
     page.click("#audit-filters button[type=submit]")
     rows = page.locator("table.audit > tbody > tr")
     assert rows.count() == 1

@@ -39,6 +39,8 @@ def _check(**env: str) -> subprocess.CompletedProcess:
             "DATABASE_URL='nonsense://x' is not a database URL",
         ),
         ({}, "SECRET_KEY must be set"),
+        ({"SECRET_KEY": "k", "INVITATION_TTL_S": "60"}, "INVITATION_TTL_S=60 must be at least 300"),
+        ({"SECRET_KEY": "k", "EMAIL_PORT": "smtp"}, "EMAIL_PORT='smtp' is not a whole number"),
     ],
 )
 def test_a_bad_environment_value_stops_start_up_with_a_clear_message(env, message):

@@ -8,6 +8,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.urls import reverse
 
+from apps.decisions import services
 from apps.decisions.tasks import sweep
 from tests.decisions.factories import accepted, draft, measured_by_runner
 
@@ -85,6 +86,34 @@ def test_the_author_accepting_in_the_page_gets_an_error_not_an_acceptance(
     assert "cannot approve" in answer.content.decode()
     record.refresh_from_db()
     assert record.status == "proposed"
+
+
+def _proposed(author, team, selection):
+    record = draft(author, team, selection)
+    services.record_propose(actor_user=author, team=team, record_id=record.pk)
+    return record
+
+
+def test_the_author_is_not_offered_accept_and_another_approver_is(
+    alice_client, bob_client, acme, alice, approver_bob, selection
+):
+    record = _proposed(alice, acme, selection)
+    url = reverse("decisions:detail", args=[record.pk])
+    authors_page = alice_client.get(url).content.decode()
+    assert 'id="accept-record"' not in authors_page
+    assert "another approver of the team accepts it" in authors_page
+    assert "Why reject" in authors_page  # an author who approves may still withdraw it
+    approvers_page = bob_client.get(url).content.decode()
+    assert 'id="accept-record"' in approvers_page and 'id="who-accepts"' not in approvers_page
+
+
+def test_an_engineer_is_offered_neither_accept_nor_reject(
+    alice_client, bob_client, acme, alice, bob, selection
+):
+    record = _proposed(alice, acme, selection)
+    page = bob_client.get(reverse("decisions:detail", args=[record.pk])).content.decode()
+    assert 'id="accept-record"' not in page and "Why reject" not in page
+    assert "An approver of the team accepts or rejects this record." in page
 
 
 def test_charlie_gets_404_for_alices_record_pages(charlie_client, acme, alice, selection):

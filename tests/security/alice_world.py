@@ -9,8 +9,8 @@ from typing import Any
 from django.db.models import Model
 from django.forms.models import model_to_dict
 
-from apps.accounts.models import ApiToken, Membership
-from apps.accounts.services import api_token_create
+from apps.accounts.models import ApiToken, Invitation, Membership
+from apps.accounts.services import api_token_create, invitation_create
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor
 from apps.benchmarks.models import BenchmarkPlan, JobAttempt, JobLog, ResultUpload
@@ -34,6 +34,7 @@ MARKERS = {
     "token": "alice-token-7f31",
     "decision": "alice-decision-7f31",
     "trigger": "alice-trigger-reason-7f31",
+    "invitation": "alice-invitee-7f31@example.org",
 }
 TRACE_CSV = b"timestamp,input_tokens,output_tokens\n0,100,10\n2,200,20\n4,300,30\n"
 
@@ -102,6 +103,9 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
     )
     enrollment_token_create(actor_user=alice, team=acme)
     api_token_create(actor=Actor.for_user(alice), user=alice, team=acme, name=MARKERS["token"])
+    invitation, _ = invitation_create(
+        actor_user=alice, team=acme, invitee=MARKERS["invitation"], role="viewer"
+    )
     objects: dict[str, Model] = {
         "selection": selection,
         "candidate": selection.candidates.order_by("rank").first(),
@@ -118,6 +122,7 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
         "enrollment_token": EnrollmentToken.objects.filter(team=acme).latest("pk"),
         "api_token": ApiToken.objects.get(user=alice),
         "membership": Membership.objects.get(user=alice, team=acme),
+        "invitation": Invitation.objects.get(pk=invitation.pk),
         "audit_event": AuditEvent.objects.filter(team=acme).latest("pk"),
     }
     return AliceWorld(objects=objects, catalog=rows, runner_credential=credential)

@@ -64,6 +64,7 @@ OBJECT_OF_PARAM: dict[str, str] = {
     "trigger_id": "trigger",
     "token_id": "api_token",
     "membership_id": "membership",
+    "invitation_id": "invitation",
     # The admin site is staff-only, so charlie must meet its login whatever the object.
     "object_id": "selection",
     "id": "selection",
@@ -75,6 +76,8 @@ CONSTANT_OF_PARAM: dict[str, str] = {
     "kind": "releases",
     "app_label": "selections",
     "url": "no-such-admin-page/",
+    # An invitation link is a bearer secret: a made-up one must lead nowhere.
+    "token": "ssi_00000000_not-a-real-invitation",
 }
 
 

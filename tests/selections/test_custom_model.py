@@ -128,7 +128,7 @@ def test_the_goal_form_takes_a_custom_architecture_and_puts_errors_on_its_fields
     catalog, alice_client
 ):
     custom = {f"custom_{key}": str(value) for key, value in CUSTOM.items()}
-    form = {**FORM, "model": "", **custom}
+    form = {**FORM, "model": "custom-architecture", **custom}
 
     assert alice_client.post("/selections/new/", form).status_code == 302
     assert Selection.objects.get().custom_model["kv_heads"] == 8

@@ -1,0 +1,62 @@
+"""The goal form speaks the page's words: an error summary at the top linking to each field,
+labels instead of API names, no silent default to a custom architecture; the goal summary
+shows every length number."""
+
+import pytest
+
+from apps.selections.models import Selection
+from tests.selections.helpers import create_selection
+from tests.selections.test_pages import FORM
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_missing_slo_is_told_with_the_labels_of_the_page(catalog, alice_client):
+    response = alice_client.post("/selections/new/", {**FORM, "ttft_ms": "", "tpot_ms": ""})
+    errors = response.context["form"].errors["ttft_ms"]
+    assert errors == ["Set at least one of TTFT target (ms), TPOT target (ms) and E2E target (ms)."]
+    assert "ttft_ms," not in response.content.decode()
+    assert not Selection.objects.exists()
+
+
+def test_an_empty_needed_number_asks_for_a_value(catalog, alice_client):
+    response = alice_client.post("/selections/new/", {**FORM, "isl_spread": "", "rate_rps": ""})
+    errors = response.context["form"].errors
+    assert errors["isl_spread"] == ["Enter a value."] and errors["rate_rps"] == ["Enter a value."]
+    assert "may not be null" not in response.content.decode()
+
+
+def test_the_error_summary_at_the_top_links_to_each_field(catalog, alice_client):
+    response = alice_client.post("/selections/new/", {**FORM, "rate_rps": "x", "max_gpus": "x"})
+    page = response.content.decode()
+    summary = page[page.index('id="error-summary"') : page.index('id="field-title"')]
+    assert "2 things to fix before saving" in summary
+    assert '<a href="#id_rate_rps">Rate (requests/s)</a>: Enter a number.' in summary
+    assert '<a href="#id_max_gpus">Max GPUs</a>: Enter a whole number.' in summary
+    assert 'id="id_rate_rps"' in page and 'id="id_max_gpus"' in page
+
+
+def test_forgetting_the_model_is_one_error_not_ten_on_custom_fields(catalog, alice_client):
+    response = alice_client.post("/selections/new/", {**FORM, "model": ""})
+    form = response.context["form"]
+    assert list(form.errors) == ["model"]
+    assert form.errors["model"] == [
+        "Choose a model from the catalog, or Custom architecture to describe one."
+    ]
+    choices = [value for value, _ in form.fields["model"].choices]
+    assert choices[0] == "" and choices[-1] == "custom-architecture"
+    assert form["model"].value() in (None, "")
+    assert not Selection.objects.exists()
+
+
+def test_the_goal_summary_shows_the_length_numbers(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["workload"]["isl"] = {"kind": "normal", "mean": 900, "std": 150}
+    goal_payload["workload"]["osl"] = {"kind": "lognormal", "median": 200, "sigma": 0.5}
+    goal_payload["constraints"]["max_gpus"] = 1
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
+    assert '<span id="goal-isl">normal, mean 900, std 150 tokens</span>' in page
+    assert '<span id="goal-osl">lognormal, median 200 tokens, sigma 0.5</span>' in page
+    assert "up to 1 GPU</dd>" in page and "1 GPUs" not in page
