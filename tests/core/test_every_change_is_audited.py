@@ -72,9 +72,21 @@ def _walk(alice, bob, charlie, acme) -> None:
     actor = Actor.for_user(alice)
     user = get_user_model().objects.create_user("dora", password="x-long-password-123")
     accounts.team_create(actor=actor, name="Initech", owner=charlie)
-    accounts.membership_set(actor_user=alice, team=acme, username="dora", role="viewer")
-    dora = accounts.membership_ensure(actor=actor, team=acme, user=user, role="engineer")
+    _, link = accounts.invitation_create(actor_user=alice, team=acme, invitee="dora", role="viewer")
+    dora = accounts.invitation_accept(user=user, plaintext=link)
+    accounts.membership_role_set(
+        actor_user=alice, team=acme, membership_id=dora.pk, role="engineer"
+    )
     accounts.membership_remove(actor_user=alice, team=acme, membership_id=dora.pk)
+    accounts.membership_ensure(actor=actor, team=acme, user=user, role="viewer")
+    withdrawn, _ = accounts.invitation_create(
+        actor_user=alice, team=acme, invitee="erin@example.org", role="viewer"
+    )
+    accounts.invitation_withdraw(actor_user=alice, team=acme, invitation_id=withdrawn.pk)
+    _, signup = accounts.invitation_create(
+        actor_user=alice, team=acme, invitee="fay@example.org", role="viewer"
+    )
+    accounts.invitation_sign_up(plaintext=signup, username="fay", password="x-long-password-123")
     token, _ = accounts.api_token_create(actor=actor, user=alice, team=acme, name="ci")
     accounts.api_token_revoke(actor_user=alice, token_id=token.pk)
 
