@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "apps.benchmarks",
     "apps.evidence",
     "apps.decisions",
+    "apps.dashboard",
 ]
 
 MIDDLEWARE = [
@@ -117,7 +118,7 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "stackselect@localhost")
 LOGIN_URL = "accounts:login"
-LOGIN_REDIRECT_URL = "core:home"
+LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "accounts:login"
 
 LANGUAGE_CODE = "en-us"

@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
+    path("", include("apps.dashboard.urls")),
     path("", include("apps.core.urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("audit/", include("apps.audit.urls")),

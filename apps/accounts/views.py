@@ -92,7 +92,7 @@ def team_switch(request: HttpRequest) -> HttpResponse:
         messages.error(request, "You are not a member of that team.")
     target = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        target = "core:home"
+        target = "dashboard:home"
     return redirect(target)
 
 
@@ -231,7 +231,7 @@ def _accept(request: HttpRequest, invitation: Invitation, token: str) -> HttpRes
     messages.success(
         request, f"You joined {membership.team} as {membership.get_role_display().lower()}."
     )
-    return redirect("core:home")
+    return redirect("dashboard:home")
 
 
 def _sign_up(request: HttpRequest, invitation: Invitation, token: str) -> HttpResponse:

@@ -5,7 +5,6 @@ from apps.core import views
 app_name = "core"
 
 urlpatterns = [
-    path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
-from django.shortcuts import render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
 
 from apps.core import metrics
 from apps.core.selectors import readiness
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "core/home.html")
 
 
 @require_GET
