@@ -39,7 +39,7 @@ def test_pd_will_not_pay_for_short_prompts_at_low_load(catalog, alice, acme, goa
     for row in multi:
         (message,) = _hints(row, "pd_will_not_pay")
         assert "200-token prompts and 100-token outputs" in message
-        assert "at 2 req/s" in message and "of each replica's time" in message
+        assert "at 2 req/s" in message and "of one replica's time" in message
         assert not _hints(row, "pd_disaggregation")
 
 

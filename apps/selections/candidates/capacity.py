@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # the Judge imports this module
 FALLBACK_FRACTION = 0.9
 KV_CAPACITY_SHORT = "kv_capacity_short"
 FP8_KV = "fp8"
+# Tensor parallelism is suggested up to one scale-up node of eight GPUs.
+NODE_GPUS = 8
 _REFUSING = (Maturity.UNSUPPORTED, Maturity.DEPRECATED)
 
 
@@ -98,7 +100,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
             )
     tensor = judge.snapshot.cell(stack.release, "tensor_parallel", accelerator=stack.accelerator)
     wider_tp = tensor is not None and tensor.maturity not in _REFUSING
-    for tp in powers_of_two(8 * layout.tp)[layout.tp.bit_length() :] if wider_tp else []:
+    for tp in powers_of_two(NODE_GPUS)[layout.tp.bit_length() :] if wider_tp else []:
         wider = Parallelism(tp=tp, pp=layout.pp, ep=layout.ep, dp=layout.dp)
         if not tp_suits(goal.arch, tp):
             continue

@@ -23,6 +23,14 @@ PREFIX_HEAVY_SHARE = 0.3
 TPOT_BINDING_SHARE = 0.7
 
 
+def hint_features(goal: Goal) -> tuple[str, ...]:
+    """Capability features the hints read for this goal beyond the filters' cells, so stacks
+    whose backends differ in them are not collapsed into one candidate."""
+    workload = goal.workload
+    prefix_heavy = workload.prefix_share >= PREFIX_HEAVY_SHARE and workload.prefix_tokens >= 1
+    return ("prefix_caching",) if prefix_heavy else ()
+
+
 def _latency(verdict: Verdict) -> dict:
     return (verdict.estimate or {}).get("latency") or {}
 
@@ -57,7 +65,7 @@ def _disaggregation(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None
     lengths = f"{goal.isl}-token prompts and {goal.osl}-token outputs on average"
     load = (
         f"at {goal.target_rate_rps * goal.peak_factor:g} req/s prefills of {prefill_ms:.0f} ms "
-        f"take {duty:.0%} of each replica's time"
+        f"take {duty:.0%} of one replica's time"
         if duty is not None
         else f"one prefill takes about {prefill_ms:.0f} ms"
     )

@@ -84,40 +84,49 @@ def hardware_precision_reasons(precision: str, accelerator: Accelerator) -> list
     ]
 
 
-def _backend_scoped(snapshot: CatalogSnapshot) -> dict[tuple[int, int], tuple[int, ...]]:
-    """{(release id, backend id): ids of the cells narrowed to that backend}."""
-    scoped: dict[tuple[int, int], list[int]] = {}
-    for (release_id, _), cells in snapshot.cells.items():
+Scoped = dict[tuple[int, int], dict[str, tuple[int, ...]]]
+
+
+def _backend_scoped(snapshot: CatalogSnapshot) -> Scoped:
+    """{(release id, backend id): {feature: ids of the cells narrowed to that backend}}."""
+    scoped: Scoped = {}
+    for (release_id, feature), cells in snapshot.cells.items():
         for cell in cells:
             if cell.backend_id is not None:
-                scoped.setdefault((release_id, cell.backend_id), []).append(cell.id)
-    return {key: tuple(sorted(ids)) for key, ids in scoped.items()}
+                by_feature = scoped.setdefault((release_id, cell.backend_id), {})
+                by_feature[feature] = (*by_feature.get(feature, ()), cell.id)
+    return scoped
 
 
-def _twin_key(verdict: Verdict, scoped: dict[tuple[int, int], tuple[int, ...]]) -> tuple:
+def _twin_key(verdict: Verdict, scoped: Scoped, relevant: frozenset[str]) -> tuple:
+    """What tells a kept stack apart: the cells it read, and any backend-scoped cell of a
+    feature this goal touches (its precision, or prefix caching for a prefix-heavy workload)."""
     stack = verdict.stack
     backend_id = stack.backend.pk if stack.backend else None
+    own = scoped.get((stack.release.pk, backend_id), {})
+    features = relevant | {precision_feature(stack.precision)}
     return (
         stack.release.pk,
         stack.accelerator.pk,
         stack.layout,
         stack.precision,
         tuple(sorted(set(verdict.capability_ids))),
-        scoped.get((stack.release.pk, backend_id), ()),
+        tuple(sorted((key, ids) for key, ids in own.items() if key in features)),
         verdict.maturity,
         verdict.operational_fit,
     )
 
 
-def collapse_backends(kept: Iterable[Verdict], snapshot: CatalogSnapshot) -> list[Verdict]:
+def collapse_backends(
+    kept: Iterable[Verdict], snapshot: CatalogSnapshot, *, relevant: Iterable[str] = ()
+) -> list[Verdict]:
     """One verdict per group of kept stacks that differ only in a backend the catalog cannot
-    tell apart: same capability cells read, no cell scoped to one backend of the group, same
-    maturity and operational fit. The first verdict stands for its group, and its stack lists
-    every backend of the group."""
-    scoped = _backend_scoped(snapshot)
+    tell apart for this goal (see _twin_key); `relevant` names features the goal's hints read.
+    The first verdict stands for its group, and its stack lists every backend of the group."""
+    scoped, features = _backend_scoped(snapshot), frozenset(relevant)
     groups: dict[tuple, list[Verdict]] = {}
     for verdict in kept:
-        groups.setdefault(_twin_key(verdict, scoped), []).append(verdict)
+        groups.setdefault(_twin_key(verdict, scoped, features), []).append(verdict)
     collapsed = []
     for members in groups.values():
         lead = members[0]
