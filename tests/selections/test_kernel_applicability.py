@@ -158,3 +158,23 @@ def test_backends_the_catalog_cannot_tell_apart_collapse_into_one_candidate(cata
     assert {"flash_attention", "flashinfer", "triton"} <= listed
     assert not listed & MLA_ONLY
     assert vllm_h100[0].stack.as_dict()["backends"] == [b.slug for b in vllm_h100[0].stack.backends]
+
+
+def test_backends_stay_apart_when_they_differ_in_a_feature_the_goal_reads(catalog):
+    model = ModelSpec.objects.get(slug="llama-3.1-8b")
+    snapshot = CatalogSnapshot.load(accelerator_slugs=["h100-sxm"])
+
+    def tgi():
+        verdicts = _verdicts(model, ["bf16"], accelerators=["h100-sxm"])
+        return [v for v in verdicts if v.kept and v.stack.release.engine.slug == "tgi"]
+
+    plain = collapse_backends(tgi(), snapshot)
+    prefix_heavy = collapse_backends(tgi(), snapshot, relevant=["prefix_caching"])
+
+    assert [{b.slug for b in v.stack.backends} for v in plain] == [
+        {"flash_attention", "flashinfer", "ggml_cuda"}
+    ]
+    assert {tuple(b.slug for b in v.stack.backends) for v in prefix_heavy} == {
+        ("flash_attention", "ggml_cuda"),
+        ("flashinfer",),
+    }
