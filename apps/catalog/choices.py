@@ -75,4 +75,14 @@ class AttentionKind(models.TextChoices):
 class PrefixCacheKind(models.TextChoices):
     HASH_BLOCKS = "hash_blocks", "Hashed KV blocks"
     RADIX_TREE = "radix_tree", "Radix tree"
+    PER_SLOT = "per_slot", "Per-slot prompt cache"
     NONE = "none", "None"
+
+
+class MemoryBasis(models.TextChoices):
+    """What an engine's default memory fraction is a share of (engines differ, so a single
+    0.9 of total memory over- or under-states the KV cache)."""
+
+    TOTAL = "total", "Share of all memory: weights, activations, KV (vLLM)"
+    STATIC = "static", "Share of all memory: weights and KV pool (SGLang)"
+    FREE = "free", "Share of memory left after weights (TensorRT-LLM, LMDeploy)"

@@ -23,11 +23,27 @@ RELEASE_FIELDS = (
     "kv_block_size",
     "chunked_prefill_default",
     "prefix_cache_kind",
+    "prefix_cache_default_on",
+    "memory_fraction",
+    "memory_fraction_basis",
+    "memory_fraction_source",
+    "memory_fraction_as_of",
     "defaults_source",
     "defaults_as_of",
     "needs_review",
 )
-BACKEND_FIELDS = ("slug", "name", "homepage", "description")
+BACKEND_FIELDS = (
+    "slug",
+    "name",
+    "homepage",
+    "description",
+    "attention_kinds",
+    "precisions",
+    "families",
+    "applicability_source",
+    "applicability_as_of",
+    "applicability_note",
+)
 FEATURE_FIELDS = ("key", "name", "contract", "description")
 CAPABILITY_FIELDS = (
     "release",

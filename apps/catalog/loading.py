@@ -124,13 +124,21 @@ def _release_values(engine: Engine, entry: Mapping[str, Any]) -> dict[str, Any]:
         "release_date": entry.get("release_date"),
         "source": entry.get("source"),
         "as_of": entry.get("as_of"),
+        "serves_engines": entry.get("serves_engines") or [],
+        "serves_source": entry.get("serves_source"),
+        "serves_as_of": entry.get("serves_as_of"),
         "max_num_batched_tokens": defaults.get("max_num_batched_tokens"),
         "max_num_seqs": defaults.get("max_num_seqs"),
         "kv_block_size": defaults.get("kv_block_size"),
         "chunked_prefill_default": defaults.get("chunked_prefill_default"),
         "prefix_cache_kind": defaults.get("prefix_cache_kind"),
+        "prefix_cache_default_on": defaults.get("prefix_cache_default_on"),
         "defaults_source": defaults.get("source"),
         "defaults_as_of": defaults.get("as_of"),
+        "memory_fraction": defaults.get("memory_fraction"),
+        "memory_fraction_basis": defaults.get("memory_fraction_basis"),
+        "memory_fraction_source": defaults.get("memory_fraction_source"),
+        "memory_fraction_as_of": defaults.get("memory_fraction_as_of"),
     }
 
 

@@ -18,6 +18,7 @@ from apps.catalog.choices import (
     Contract,
     EngineKind,
     Maturity,
+    MemoryBasis,
     PrefixCacheKind,
     ProjectStatus,
     Vendor,
@@ -57,8 +58,24 @@ class EngineRelease(models.Model):
     kv_block_size = models.PositiveIntegerField(null=True, blank=True)
     chunked_prefill_default = models.BooleanField(null=True, blank=True)
     prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
+    prefix_cache_default_on = models.BooleanField(
+        null=True, blank=True, help_text="Whether prefix reuse is on without a flag; null: unknown."
+    )
     defaults_source = models.TextField(blank=True)
     defaults_as_of = models.DateField(null=True, blank=True)
+    memory_fraction = models.FloatField(
+        null=True, blank=True, help_text="The engine's default memory fraction, e.g. 0.9."
+    )
+    memory_fraction_basis = models.CharField(max_length=10, choices=MemoryBasis.choices, blank=True)
+    memory_fraction_source = models.TextField(blank=True)
+    memory_fraction_as_of = models.DateField(null=True, blank=True)
+    serves_engines = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='For orchestrators and KV layers: engine slugs they run on, e.g. ["vllm"].',
+    )
+    serves_source = models.CharField(max_length=500, blank=True)
+    serves_as_of = models.DateField(null=True, blank=True)
     needs_review = models.BooleanField(
         default=False, help_text="Copied forward; a curator must confirm it."
     )
@@ -78,10 +95,29 @@ class EngineRelease(models.Model):
 
 
 class KernelBackend(models.Model):
+    """A kernel path, with the sourced facts of what it can run.
+
+    attention_kinds and precisions (prec_* feature keys) list what the path serves; families
+    lists the accelerator generations it is built for, empty meaning every family of the vendors
+    its release rows name. Enumeration drops a stack that falls outside any of them.
+    """
+
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=120)
     homepage = models.URLField(blank=True)
     description = models.TextField(blank=True)
+    attention_kinds = models.JSONField(
+        default=list, blank=True, help_text='Attention kinds served, e.g. ["mla"].'
+    )
+    precisions = models.JSONField(
+        default=list, blank=True, help_text='Weight formats served, e.g. ["prec_fp8"].'
+    )
+    families = models.JSONField(
+        default=list, blank=True, help_text='Accelerator families, e.g. ["hopper"]; empty: any.'
+    )
+    applicability_source = models.CharField(max_length=500, blank=True)
+    applicability_as_of = models.DateField(null=True, blank=True)
+    applicability_note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
-from apps.catalog.choices import Contract
+from apps.catalog.choices import Contract, EngineKind, Maturity
 from apps.catalog.figures import ACCELERATOR_FIGURES, MODEL_FIGURES, figures_of, has_value
 from apps.catalog.matrix import Matrix, build_matrix, matrix_cells
 from apps.catalog.models import (
@@ -144,6 +144,7 @@ class CatalogStats:
     hardware_figures: Share
     model_figures: Share
     release_defaults: Share
+    coverage: dict[str, Share]
 
 
 def _figure_share(rows: QuerySet, names: tuple[str, ...]) -> Share:
@@ -182,7 +183,30 @@ def catalog_stats() -> CatalogStats:
         hardware_figures=_figure_share(Accelerator.objects.all(), ACCELERATOR_FIGURES),
         model_figures=_figure_share(ModelSpec.objects.all(), MODEL_FIGURES),
         release_defaults=_defaults_share(EngineRelease.objects.all()),
+        coverage=_coverage(cells),
     )
+
+
+def _coverage(cells: QuerySet[Capability]) -> dict[str, Share]:
+    """Per serving engine release: of all features, how many have a cell (any scope), and of
+    those how many carry a maturity other than unknown. A pair without a cell is "not recorded"
+    to the ranking."""
+    features = Feature.objects.count()
+    releases = EngineRelease.objects.filter(engine__kind=EngineKind.ENGINE).select_related("engine")
+    decided: dict[int, set[str]] = defaultdict(set)
+    labelled: dict[int, set[str]] = defaultdict(set)
+    for release_id, key, maturity in cells.values_list("release_id", "feature__key", "maturity"):
+        decided[release_id].add(key)
+        if maturity != Maturity.UNKNOWN:
+            labelled[release_id].add(key)
+    coverage = {}
+    for release in releases.order_by("engine__name", "version"):
+        name = f"{release.engine.name} {release.version}"
+        coverage[f"{name}: features with a cell"] = Share(len(decided[release.pk]), features)
+        coverage[f"{name}: cells with a maturity label"] = Share(
+            len(labelled[release.pk]), len(decided[release.pk])
+        )
+    return coverage
 
 
 def _count_by(values: Iterable[str]) -> dict[str, int]:

@@ -52,6 +52,11 @@ RELEASE_DEFAULT_FIELDS = (
     "kv_block_size",
     "chunked_prefill_default",
     "prefix_cache_kind",
+    "prefix_cache_default_on",
+    "memory_fraction",
+    "memory_fraction_basis",
+    "memory_fraction_source",
+    "memory_fraction_as_of",
     "defaults_source",
     "defaults_as_of",
 )

@@ -44,7 +44,7 @@ class EvidenceRun(models.Model):
     source = models.CharField(max_length=10, choices=RunSource.choices)
     tool = models.CharField(max_length=100)
     tool_version = models.CharField(max_length=100, blank=True)
-    identity = models.JSONField(help_text="Every identity field (apps/evidence/identity.py).")
+    identity = models.JSONField(help_text="Every identity field (stackselect_domain/identity.py).")
     identity_fingerprint = models.CharField(max_length=64, db_index=True)
     gpu_count = models.PositiveSmallIntegerField(null=True, blank=True)
     raw_checksums = models.JSONField(

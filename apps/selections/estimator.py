@@ -331,6 +331,26 @@ class MemoryEstimate:
     reason: str
 
 
+MEMORY_BASIS_TOTAL = "total"
+MEMORY_BASIS_STATIC = "static"
+MEMORY_BASIS_FREE = "free"
+MEMORY_BASES = (MEMORY_BASIS_TOTAL, MEMORY_BASIS_STATIC, MEMORY_BASIS_FREE)
+
+
+def _kv_budget_gb(
+    memory_gb: float, weights_gb: float, reserve_gb: float, fraction: float, basis: str
+) -> tuple[float, float]:
+    """(memory the engine may use, of it the KV cache) per GPU under the engine's own rule."""
+    if basis == MEMORY_BASIS_FREE:
+        left = memory_gb - weights_gb - reserve_gb
+        kv_gb = left * fraction if left > 0 else left
+        return weights_gb + reserve_gb + max(kv_gb, 0.0), kv_gb
+    usable_gb = memory_gb * fraction
+    if basis == MEMORY_BASIS_STATIC:
+        return usable_gb, usable_gb - weights_gb
+    return usable_gb, usable_gb - weights_gb - reserve_gb
+
+
 def estimate_memory(
     *,
     model: ModelArch,
@@ -341,23 +361,29 @@ def estimate_memory(
     isl: int,
     osl: int,
     gpu_memory_utilization: float = 0.9,
+    memory_basis: str = MEMORY_BASIS_TOTAL,
     reserve: RuntimeReserve | None = None,
 ) -> MemoryEstimate:
     """Does the model fit, and how many tokens and sequences of isl + osl does the KV cache hold?
 
-    gpu_memory_utilization defaults to 0.9, vLLM's default share of device memory. For sliding
-    attention the per-token KV is the effective figure at the workload context, so
-    kv_capacity_tokens counts tokens of sequences of that length.
+    gpu_memory_utilization is the engine's memory fraction and memory_basis what it is a share
+    of: "total" (vLLM: weights, activations and KV within fraction x memory), "static" (SGLang:
+    weights and the KV pool within it, activations outside) or "free" (TensorRT-LLM, LMDeploy:
+    the KV cache takes that share of what weights and activations leave). For sliding attention
+    the per-token KV is the effective figure at the workload context, so kv_capacity_tokens
+    counts tokens of sequences of that length.
     """
     _require(0 < gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
+    _require(memory_basis in MEMORY_BASES, "memory_basis", f"must be one of {MEMORY_BASES}")
     _require(isl >= 1, "isl", "must be at least 1")
     _require(osl >= 1, "osl", "must be at least 1")
     reserve = reserve or RuntimeReserve()
     context = isl + osl
     weights = weights_bytes_per_gpu(model=model, precision=precision, parallelism=parallelism)
     reserve_gb = reserve.gb(accel)
-    usable_gb = accel.memory_gb * gpu_memory_utilization
-    kv_gb = usable_gb - weights / GB - reserve_gb
+    usable_gb, kv_gb = _kv_budget_gb(
+        accel.memory_gb, weights / GB, reserve_gb, gpu_memory_utilization, memory_basis
+    )
     shard = _kv_shard_fraction(model, parallelism)
     per_token = kv_bytes_per_token(model=model, kv_dtype=kv_dtype) * shard
     per_token *= _kv_context_factor(model, context)

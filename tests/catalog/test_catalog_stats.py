@@ -3,7 +3,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.catalog.models import Accelerator
+from apps.catalog.models import Accelerator, Capability, Feature
 
 pytestmark = pytest.mark.django_db
 
@@ -18,9 +18,23 @@ def test_catalog_stats_prints_counts_by_kind_and_full_source_coverage(catalog):
     output = _stats()
     assert "engines: 13" in output
     assert "Engines by kind: engine 7, kv_runtime 2, orchestrator 4" in output
-    assert "cells with evidence URL and as_of: 282 of 282 (100.0%)" in output
+    assert "cells with evidence URL and as_of: 285 of 285 (100.0%)" in output
     assert "accelerator figures:" in output
-    assert output.count("(100.0%)") == 4
+    sources = output.split("Sources (")[1].split("Coverage of")[0]
+    assert sources.count("(100.0%)") == 4
+
+
+def test_catalog_stats_prints_feature_coverage_per_serving_engine(catalog):
+    output = _stats()
+    coverage = output.split("Coverage of serving engines")[1]
+    assert coverage.count(": features with a cell:") == 7
+    assert "Dynamo" not in coverage
+    line = next(
+        row for row in coverage.splitlines() if row.strip().startswith("LMDeploy 0.18.0: features")
+    )
+    cells = Capability.objects.filter(release__engine__slug="lmdeploy")
+    decided = cells.values("feature").distinct().count()
+    assert f"{decided} of {Feature.objects.count()}" in line
 
 
 def test_catalog_stats_counts_a_figure_without_a_source_as_unsourced(catalog):
@@ -30,4 +44,4 @@ def test_catalog_stats_counts_a_figure_without_a_source_as_unsourced(catalog):
     sourced_total = sum(len(a.sources) for a in Accelerator.objects.all())
     output = _stats()
     assert f"accelerator figures: {sourced_total} of {sourced_total + 1}" in output
-    assert "cells with evidence URL and as_of: 282 of 282 (100.0%)" in output
+    assert "cells with evidence URL and as_of: 285 of 285 (100.0%)" in output

@@ -110,6 +110,7 @@ def test_the_candidate_list_returns_kept_and_dropped_stacks_in_the_documented_sh
         "engine",
         "engine_version",
         "backend",
+        "backends",
         "accelerator",
         "gpu_count",
         "tp",
@@ -117,7 +118,9 @@ def test_the_candidate_list_returns_kept_and_dropped_stacks_in_the_documented_sh
         "ep",
         "dp",
         "precision",
+        "layers",
     }
+    assert leader["stack"]["backend"] in leader["stack"]["backends"]
     assert leader["rank"] == 1 and leader["score"] > 0
     assert "goodput_per_gpu_rps" in leader["estimate"]
     assert body["dropped"][0]["reasons"][0].keys() == {"code", "message"}
@@ -147,7 +150,8 @@ def test_the_candidate_list_filters_by_engine_and_reason_code(
 def test_the_candidate_list_query_count_does_not_grow_with_the_page(
     catalog, alice, acme, alice_client, goal_payload, django_assert_max_num_queries
 ):
-    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=2)
+    accelerators = ["h100-sxm", "h200-sxm", "mi300x"]
+    goal_payload["constraints"].update(accelerators=accelerators, max_gpus=2)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
     services.candidates_compute(actor_user=alice, selection=selection)
 

@@ -158,6 +158,37 @@ def test_llama_8b_kv_capacity_on_one_h100_matches_the_hand_calculation():
     assert memory.fits
 
 
+def _llama_8b_on_h100(fraction: float, basis: str):
+    return estimate_memory(
+        model=LLAMA_8B,
+        accel=H100,
+        precision="bf16",
+        parallelism=Parallelism(),
+        isl=1024,
+        osl=256,
+        gpu_memory_utilization=fraction,
+        memory_basis=basis,
+    )
+
+
+def test_a_free_memory_fraction_applies_to_what_weights_and_activations_leave():
+    memory = _llama_8b_on_h100(0.8, "free")
+
+    reserve = 1.5 + 0.03 * 80
+    assert memory.kv_gb_per_gpu == pytest.approx((80 - 16.06 - reserve) * 0.8)
+
+
+def test_a_static_fraction_holds_weights_and_kv_with_activations_outside():
+    memory = _llama_8b_on_h100(0.88, "static")
+
+    assert memory.kv_gb_per_gpu == pytest.approx(80 * 0.88 - 16.06)
+
+
+def test_an_unknown_memory_basis_is_rejected_with_the_field_named():
+    with pytest.raises(ValueError, match="memory_basis"):
+        _llama_8b_on_h100(0.9, "most")
+
+
 def test_it_says_a_model_too_big_for_the_gpu_does_not_fit():
     memory = estimate_memory(
         model=LLAMA_70B, accel=H100, precision="bf16", parallelism=Parallelism(), isl=1000, osl=100

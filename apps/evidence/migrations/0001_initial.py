@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 ('source', models.CharField(choices=[('runner', 'Measured by a StackSelect runner'), ('import', 'Imported from another benchmark tool')], max_length=10)),
                 ('tool', models.CharField(max_length=100)),
                 ('tool_version', models.CharField(blank=True, max_length=100)),
-                ('identity', models.JSONField(help_text='Every identity field (apps/evidence/identity.py).')),
+                ('identity', models.JSONField(help_text='Every identity field (stackselect_domain/identity.py).')),
                 ('identity_fingerprint', models.CharField(db_index=True, max_length=64)),
                 ('gpu_count', models.PositiveSmallIntegerField(blank=True, null=True)),
                 ('raw_checksums', models.JSONField(default=list, help_text='[{name, sha256, bytes}] of every raw file or upload body read.')),

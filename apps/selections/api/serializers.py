@@ -26,6 +26,9 @@ from apps.selections.models import Selection
 
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
+# No model in the catalog reads more than a few hundred thousand tokens; ten million bounds the
+# lengths of a custom model that does not state its context.
+MAX_TOKENS = 10_000_000
 
 
 class CatalogSlugField(serializers.CharField):
@@ -62,15 +65,17 @@ class PrecisionListField(serializers.ListField):
 
 class LengthSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=LENGTH_KINDS)
-    value = serializers.IntegerField(min_value=1, required=False)
-    mean = serializers.FloatField(min_value=1, required=False)
+    value = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+    mean = serializers.FloatField(min_value=1, max_value=MAX_TOKENS, required=False)
     std = serializers.FloatField(min_value=0, required=False)
-    median = serializers.FloatField(min_value=1, required=False)
+    median = serializers.FloatField(min_value=1, max_value=MAX_TOKENS, required=False)
     sigma = serializers.FloatField(min_value=0, required=False)
-    min = serializers.IntegerField(min_value=1, required=False)
-    max = serializers.IntegerField(min_value=1, required=False)
+    min = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+    max = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
     values = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, max_length=100_000
+        child=serializers.IntegerField(min_value=1, max_value=MAX_TOKENS),
+        required=False,
+        max_length=100_000,
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +197,9 @@ class WorkloadSerializer(serializers.Serializer):
     prefix_tokens = serializers.IntegerField(min_value=0, default=0)
     multi_turn = serializers.BooleanField(default=False)
     tool_share = serializers.FloatField(min_value=0, max_value=1, default=0.0)
-    max_context = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    max_context = serializers.IntegerField(
+        min_value=1, max_value=MAX_TOKENS, required=False, allow_null=True
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("model" in attrs) == ("custom_model" in attrs):
@@ -201,7 +208,51 @@ class WorkloadSerializer(serializers.Serializer):
         if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
             message = "A shared prefix needs its length when prefix_share is above 0."
             raise serializers.ValidationError({"prefix_tokens": message})
+        errors = _context_errors(attrs)
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
+
+
+def _model_context(attrs: dict[str, Any]) -> tuple[str, int | None]:
+    """The model's name and the longest context it takes (None when not recorded)."""
+    if "custom_model" in attrs:
+        custom = attrs["custom_model"]
+        return custom.get("name", "the custom model"), custom.get("max_context")
+    row = ModelSpec.objects.filter(slug=attrs["model"]).values("name", "max_context").first()
+    return (row["name"], row["max_context"]) if row else (attrs["model"], None)
+
+
+def _longest(length: dict[str, Any]) -> float:
+    """The largest token count a length description states (a fixed value, a mean or median,
+    a maximum or the longest listed value)."""
+    stated = [length.get(key) for key in ("value", "mean", "median", "max")]
+    stated.append(max(length.get("values") or [0]))
+    return max(value for value in stated if value is not None)
+
+
+def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Lengths past the model's context window: caught at entry, not dropped later as
+    memory_insufficient."""
+    name, limit = _model_context(attrs)
+    if not limit:
+        return {}
+    errors: dict[str, Any] = {}
+    too_long = f"exceeds the {limit}-token context of {name}"
+    for side, key in (("isl", "input"), ("osl", "output")):
+        length = attrs[side]
+        if _longest(length) > limit:
+            field = next(k for k in ("value", "mean", "median", "max", "values") if k in length)
+            errors[side] = {field: [f"The {key} length {too_long}."]}
+    total = _longest(attrs["isl"]) + _longest(attrs["osl"])
+    if not errors and total > limit:
+        field = next(k for k in ("value", "mean", "median", "max", "values") if k in attrs["osl"])
+        errors["osl"] = {field: [f"Input plus output ({total:g} tokens) {too_long}."]}
+    if attrs.get("max_context") and attrs["max_context"] > limit:
+        errors["max_context"] = [f"The maximum context {too_long}."]
+    if attrs["prefix_tokens"] > limit:
+        errors["prefix_tokens"] = [f"The shared prefix {too_long}."]
+    return errors
 
 
 class SloSerializer(serializers.Serializer):
@@ -225,9 +276,12 @@ class RequiredFeatureSerializer(serializers.Serializer):
 
 class ConstraintsSerializer(serializers.Serializer):
     accelerators = serializers.ListField(
-        child=CatalogSlugField(model=Accelerator),
+        child=serializers.CharField(max_length=80),
         default=list,
-        help_text="Allowed accelerators; empty means every accelerator in the catalog.",
+        help_text=(
+            "Allowed accelerators by slug, or a vendor word (nvidia, amd, cpu, ...) for all of "
+            "that vendor's; empty means every accelerator in the catalog."
+        ),
     )
     max_gpus = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, default=8)
     required_features = RequiredFeatureSerializer(many=True, default=list)
@@ -239,6 +293,21 @@ class ConstraintsSerializer(serializers.Serializer):
         default=dict,
         help_text="USD per GPU-hour by accelerator slug.",
     )
+
+    def validate_accelerators(self, names: list[str]) -> list[str]:
+        """Slugs stay; a vendor word becomes the slugs of that vendor's accelerators."""
+        rows = list(Accelerator.objects.values_list("slug", "vendor"))
+        slugs: list[str] = []
+        errors: dict[str, list[str]] = {}
+        for index, name in enumerate(names):
+            matched = [slug for slug, vendor in rows if name in (slug, vendor)]
+            if not matched:
+                message = f"No accelerator in the catalog is called {name!r}, nor any vendor."
+                errors[str(index)] = [message]
+            slugs += [slug for slug in matched if slug not in slugs]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return slugs
 
     def validate_prices(self, prices: dict[str, float]) -> dict[str, float]:
         known = set(
@@ -277,6 +346,11 @@ class StackSerializer(serializers.Serializer):
     engine = serializers.CharField()
     engine_version = serializers.CharField()
     backend = serializers.CharField(allow_null=True)
+    backends = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Every kernel backend the catalog cannot tell apart for this stack.",
+    )
     accelerator = serializers.CharField()
     gpu_count = serializers.IntegerField()
     tp = serializers.IntegerField()
@@ -284,6 +358,11 @@ class StackSerializer(serializers.Serializer):
     ep = serializers.IntegerField()
     dp = serializers.IntegerField()
     precision = serializers.CharField()
+    layers = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Orchestrator or KV layers on top of the engine, as 'slug version'.",
+    )
 
 
 class ReasonSerializer(serializers.Serializer):

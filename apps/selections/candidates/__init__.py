@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.selections.candidates.composition import compose
 from apps.selections.candidates.enumeration import non_serving_stacks, serving_stacks
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
-from apps.selections.candidates.hints import hints_for
+from apps.selections.candidates.hints import hint_features, hints_for
+from apps.selections.candidates.kernels import collapse_backends
 from apps.selections.candidates.ranking import Efficiencies, Ranker
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import CatalogSnapshot
@@ -35,8 +37,9 @@ def evaluate(
     for stack in (*non_serving_stacks(snapshot, goal), *serving_stacks(snapshot, goal)):
         verdict = judge.verdict(stack)
         (kept if verdict.kept else dropped).append(verdict)
+    kept = collapse_backends(kept, snapshot, relevant=hint_features(goal))
     options = {} if simulate_top is None else {"simulate_top": simulate_top}
     Ranker(goal, judge, efficiencies=efficiencies, **options).rank(kept)
     for verdict in kept:
         verdict.hints = hints_for(goal, verdict, judge)
-    return Evaluation(kept=kept, dropped=dropped)
+    return Evaluation(kept=compose(kept, judge), dropped=dropped)

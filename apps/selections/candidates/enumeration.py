@@ -19,7 +19,7 @@ def powers_of_two(limit: int) -> list[int]:
     return values
 
 
-def _tp_suits(model: ModelArch, tp: int) -> bool:
+def tp_suits(model: ModelArch, tp: int) -> bool:
     """TP must split the attention heads evenly, and the KV heads either split evenly or
     replicate a whole number of times (tp a multiple of kv_heads); MLA has one shared latent."""
     if model.attention_heads % tp:
@@ -40,7 +40,7 @@ def layouts(model: ModelArch, max_gpus: int) -> list[Parallelism]:
         for tp in powers_of_two(gpus):
             for pp in powers_of_two(gpus // tp):
                 dp = gpus // (tp * pp)
-                if not _tp_suits(model, tp) or pp > model.layers:
+                if not tp_suits(model, tp) or pp > model.layers:
                     continue
                 found.append(Parallelism(tp=tp, pp=pp, dp=dp))
                 ep = tp * dp

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
 from apps.catalog.models import Accelerator, EngineRelease
+from apps.selections.candidates.capacity import MemoryRule, memory_rule
 from apps.selections.candidates.goal import Goal
+from apps.selections.candidates.kernels import hardware_precision_reasons, kernel_reasons
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import (
     SIXTEEN_BIT,
@@ -85,17 +87,24 @@ class Judge:
     def verdict(self, stack: Stack) -> Verdict:
         if stack.release.engine.kind != EngineKind.ENGINE:
             kind = stack.release.engine.get_kind_display().lower()
-            message = f"{stack.release.engine.name} is a {kind}, not a serving engine."
+            message = (
+                f"{stack.release.engine.name} is a {kind}, not a serving engine: it is offered "
+                "on top of an engine it runs on where the goal needs what it provides."
+            )
             return Verdict(stack, reasons=[Reason(NOT_SERVING, message)])
         key = (stack.release.pk, stack.backend and stack.backend.pk, stack.accelerator.pk)
         key += (stack.precision, stack.layout.tp > 1, stack.layout.pp > 1, stack.layout.ep > 1)
         if key not in self._capabilities:
             self._capabilities[key] = self._capability_reasons(stack)
         found = self._capabilities[key]
-        memory = self.memory(stack.accelerator, stack.precision, stack.layout)
+        memory = self.memory_of(stack)
         verdict = Verdict(
             stack,
-            reasons=list(found.reasons),
+            reasons=[
+                *kernel_reasons(stack, self.goal.model),
+                *hardware_precision_reasons(stack.precision, stack.accelerator),
+                *found.reasons,
+            ],
             capability_ids=list(found.cell_ids),
             maturity=found.maturity,
             operational_fit=found.operational_fit,
@@ -104,7 +113,7 @@ class Judge:
             verdict.reasons.append(memory)
         else:
             verdict.reasons.extend(self._fit_reasons(stack, memory))
-            verdict.estimate = {"memory": _memory_dict(memory)}
+            verdict.estimate = {"memory": _memory_dict(memory, memory_rule(stack.release))}
         return verdict
 
     # ------------------------------------------------------------ capabilities
@@ -188,16 +197,33 @@ class Judge:
     # ------------------------------------------------------------ memory
 
     def memory(
-        self, accelerator: Accelerator, precision: str, layout: Parallelism
+        self,
+        release: EngineRelease,
+        accelerator: Accelerator,
+        precision: str,
+        layout: Parallelism,
+        *,
+        kv_dtype: str | None = None,
     ) -> MemoryEstimate | Reason:
-        """The memory estimate of a replica, or the reason it cannot be made; cached."""
-        key = (accelerator.pk, precision, layout)
+        """The memory estimate of a replica under the release's own memory rule, or the reason
+        it cannot be made; cached. kv_dtype overrides the goal's (to price a suggestion)."""
+        rule = memory_rule(release)
+        kv = kv_dtype or self.goal.kv_dtype_or_default
+        key = (accelerator.pk, precision, layout, rule.fraction, rule.basis, kv)
         if key not in self._memory:
-            self._memory[key] = self._estimate_memory(accelerator, precision, layout)
+            self._memory[key] = self._estimate_memory(accelerator, precision, layout, rule, kv)
         return self._memory[key]
 
+    def memory_of(self, stack: Stack) -> MemoryEstimate | Reason:
+        return self.memory(stack.release, stack.accelerator, stack.precision, stack.layout)
+
     def _estimate_memory(
-        self, accelerator: Accelerator, precision: str, layout: Parallelism
+        self,
+        accelerator: Accelerator,
+        precision: str,
+        layout: Parallelism,
+        rule: MemoryRule,
+        kv_dtype: str,
     ) -> MemoryEstimate | Reason:
         try:
             spec = accelerator_spec(accelerator)
@@ -213,10 +239,12 @@ class Judge:
             model=self.goal.arch,
             accel=spec,
             precision=precision,
-            kv_dtype=self.goal.kv_dtype_or_default,
+            kv_dtype=kv_dtype,
             parallelism=layout,
             isl=self.goal.isl,
             osl=self.goal.osl,
+            gpu_memory_utilization=rule.fraction,
+            memory_basis=rule.basis,
         )
 
     def _fit_reasons(self, stack: Stack, memory: MemoryEstimate) -> list[Reason]:
@@ -242,10 +270,13 @@ class Judge:
         return reasons
 
 
-def _memory_dict(memory: MemoryEstimate) -> dict[str, float | int]:
+def _memory_dict(memory: MemoryEstimate, rule: MemoryRule) -> dict[str, float | int | str]:
     return {
         "weights_gb_per_gpu": round(memory.weights_gb_per_gpu, 3),
         "kv_gb_per_gpu": round(memory.kv_gb_per_gpu, 3),
         "kv_capacity_tokens": memory.kv_capacity_tokens,
         "max_concurrent_sequences": memory.max_concurrent_sequences,
+        "memory_fraction": rule.fraction,
+        "memory_basis": rule.basis,
+        "memory_rule": rule.describe(),
     }

@@ -28,7 +28,8 @@ class Goal:
 
     `workload` is always open loop: a closed-loop goal (a fixed concurrency) is searched as a
     Poisson process, since goodput is a rate. Lengths for the estimator are the distributions'
-    means, rounded up. A custom architecture arrives as an unsaved ModelSpec.
+    means, rounded up; `concurrency` keeps a closed-loop goal's client count. A custom
+    architecture arrives as an unsaved ModelSpec.
     """
 
     model: ModelSpec
@@ -41,6 +42,7 @@ class Goal:
     osl: int
     max_context: int | None = None
     target_rate_rps: float | None = None
+    concurrency: int | None = None
     peak_factor: float = 1.0
     accelerators: tuple[str, ...] = ()
     max_gpus: int = DEFAULT_MAX_GPUS
@@ -96,6 +98,7 @@ def goal_from_documents(
         osl=math.ceil(parsed.output_length.mean()),
         max_context=workload.get("max_context"),
         target_rate_rps=parsed.arrival.rate_rps if open_loop else None,
+        concurrency=None if open_loop else parsed.arrival.concurrency,
         peak_factor=arrival.get("peak_factor") or 1.0,
         accelerators=tuple(constraints.get("accelerators") or ()),
         max_gpus=constraints.get("max_gpus") or DEFAULT_MAX_GPUS,

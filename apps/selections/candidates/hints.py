@@ -3,67 +3,183 @@
 
 from __future__ import annotations
 
-from apps.catalog.choices import Maturity, ProjectStatus
+from apps.catalog.choices import Maturity, PrefixCacheKind, ProjectStatus
+from apps.selections.candidates.capacity import kv_capacity_hint
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Reason, Stack, Verdict
-from apps.selections.catalog_adapter import PREFIX_REUSE_KINDS, hardware_feature
+from apps.selections.catalog_adapter import hardware_feature
 
 # Thresholds of our own choosing (docs/domain.md section 3 names the conditions, not numbers):
-# a prompt this long makes prefill interfere with decode, an output this long keeps decode
-# pools busy, and a
-# percentile this high makes the tail SLO the binding one.
+# a prompt this long makes prefill interfere with decode, an output this long keeps decode pools
+# busy, a percentile this high makes the tail SLO the binding one, and below this share of time
+# spent prefilling, prefills rarely land on a decode step at all.
 LONG_PROMPT_TOKENS = 2048
 LONG_OUTPUT_TOKENS = 256
 TAIL_PERCENTILE = 90.0
+LOW_PREFILL_DUTY = 0.1
 PREFIX_HEAVY_SHARE = 0.3
+# TPOT "binds" when the operating point spends at least this share of its TPOT budget and more
+# of it than of its TTFT budget.
+TPOT_BINDING_SHARE = 0.7
+
+
+def hint_features(goal: Goal) -> tuple[str, ...]:
+    """Capability features the hints read for this goal beyond the filters' cells, so stacks
+    whose backends differ in them are not collapsed into one candidate."""
+    workload = goal.workload
+    prefix_heavy = workload.prefix_share >= PREFIX_HEAVY_SHARE and workload.prefix_tokens >= 1
+    return ("prefix_caching",) if prefix_heavy else ()
+
+
+def _latency(verdict: Verdict) -> dict:
+    return (verdict.estimate or {}).get("latency") or {}
+
+
+def _maturity(judge: Judge, stack: Stack, feature: str) -> str:
+    cell = judge.snapshot.cell(
+        stack.release,
+        feature,
+        backend_id=stack.backend.pk if stack.backend else None,
+        accelerator=stack.accelerator,
+    )
+    return cell.maturity if cell else "not recorded"
+
+
+def _prefill_duty(goal: Goal, stack: Stack, prefill_ms: float) -> float | None:
+    """Share of a replica's time spent prefilling at the goal's peak rate (open loop only)."""
+    if goal.target_rate_rps is None:
+        return None
+    per_replica = goal.target_rate_rps * goal.peak_factor / stack.layout.dp
+    return per_replica * prefill_ms / 1e3
 
 
 def _disaggregation(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None:
-    """P/D pays only with long prompts, long outputs and TTFT and TPOT tail targets that
-    conflict: one prompt's prefill takes longer than the TPOT target, so every prefill that
-    shares a step with decodes pushes their token time over it."""
-    slo = goal.slo
-    if goal.isl < LONG_PROMPT_TOKENS or goal.osl < LONG_OUTPUT_TOKENS:
+    """P/D pays only with long prompts, long outputs, enough load that prefills keep landing on
+    decode steps, and TTFT and TPOT tail targets that conflict (one prefill takes longer than
+    the TPOT target). It needs separate GPUs for each pool, so one GPU never gets the hint."""
+    stack, slo = verdict.stack, goal.slo
+    prefill_ms = _latency(verdict).get("prefill_ms")
+    if stack.gpu_count < 2 or prefill_ms is None:
         return None
+    duty = _prefill_duty(goal, stack, prefill_ms)
+    lengths = f"{goal.isl}-token prompts and {goal.osl}-token outputs on average"
+    load = (
+        f"at {goal.target_rate_rps * goal.peak_factor:g} req/s prefills of {prefill_ms:.0f} ms "
+        f"take {duty:.0%} of one replica's time"
+        if duty is not None
+        else f"one prefill takes about {prefill_ms:.0f} ms"
+    )
+    short = goal.isl < LONG_PROMPT_TOKENS or goal.osl < LONG_OUTPUT_TOKENS
+    quiet = duty is not None and duty < LOW_PREFILL_DUTY
+    no_conflict = slo.tpot_ms is not None and prefill_ms <= slo.tpot_ms
+    if short or quiet or no_conflict:
+        why = []
+        if short:
+            why.append(f"{lengths} (it pays from about {LONG_PROMPT_TOKENS}/{LONG_OUTPUT_TOKENS})")
+        why.append(load)
+        if no_conflict:
+            why.append(f"that prefill fits inside the {slo.tpot_ms:g} ms TPOT target")
+        return Reason(
+            "pd_will_not_pay",
+            f"P/D disaggregation will not pay on these {stack.gpu_count} GPUs: "
+            + "; ".join(why)
+            + ". Keep prefill and decode together and let chunked prefill interleave them.",
+        )
     if slo.ttft_ms is None or slo.tpot_ms is None or slo.percentile < TAIL_PERCENTILE:
         return None
-    prefill_ms = (verdict.estimate or {}).get("latency", {}).get("prefill_ms")
-    if prefill_ms is None or prefill_ms <= slo.tpot_ms:
-        return None
-    stack = verdict.stack
-    cell = judge.snapshot.cell(stack.release, "pd_disaggregation", accelerator=stack.accelerator)
-    maturity = cell.maturity if cell else "not recorded"
+    maturity = _maturity(judge, stack, "pd_disaggregation")
     return Reason(
         "pd_disaggregation",
-        f"Prompts average {goal.isl} tokens and outputs {goal.osl}; one prefill takes about "
-        f"{prefill_ms:.0f} ms, above the p{slo.percentile:g} TPOT target of {slo.tpot_ms:g} ms, "
-        "so separate prefill and decode pools are worth an experiment. "
+        f"With {lengths}, {load}; that prefill is longer than the p{slo.percentile:g} TPOT "
+        f"target of {slo.tpot_ms:g} ms (TTFT target {slo.ttft_ms:g} ms), so every prefill that "
+        f"shares a step with decodes pushes their token time over it. Separate prefill and "
+        f"decode pools over these {stack.gpu_count} GPUs are worth an experiment. "
         f"P/D disaggregation in {stack.release.engine.name}: {maturity}.",
     )
 
 
-def _prefix_reuse(goal: Goal, stack: Stack) -> Reason | None:
+def _prefix_reuse(goal: Goal, stack: Stack, judge: Judge) -> Reason | None:
+    """What each engine really does with a shared prefix: vLLM hashes whole KV blocks, SGLang
+    and TensorRT-LLM match a radix tree, llama.cpp reuses one slot's last prompt, LMDeploy only
+    when switched on; TGI only on its flashinfer backend."""
     workload = goal.workload
     if workload.prefix_share < PREFIX_HEAVY_SHARE or workload.prefix_tokens < 1:
         return None
-    release, share = stack.release, f"{workload.prefix_share:.0%}"
-    if release.prefix_cache_kind in PREFIX_REUSE_KINDS:
-        kind = release.get_prefix_cache_kind_display()
-        message = (
-            f"{share} of requests share a {workload.prefix_tokens}-token prefix; "
-            f"{release.engine.name} reuses cached prefixes ({kind}), which cuts their prefill."
+    release, engine = stack.release, stack.release.engine.name
+    tokens = workload.prefix_tokens
+    shared = f"{workload.prefix_share:.0%} of requests share a {tokens}-token prefix"
+    window = ""
+    if goal.model.attention_kind == "sliding" and goal.model.sliding_window:
+        window = (
+            f" {goal.model.name} slides a {goal.model.sliding_window}-token window on some "
+            "layers, so only its full-attention layers keep the reused prefix."
         )
-        if goal.model.attention_kind == "sliding":
-            message += (
-                f" {goal.model.name} uses sliding-window attention, so reuse across the window "
-                "boundary gains little."
-            )
-        return Reason("prefix_reuse", message)
+    if judge.snapshot.cells.get((release.pk, "prefix_caching")) and (
+        _maturity(judge, stack, "prefix_caching") == "not recorded"
+    ):
+        return Reason(
+            "no_prefix_reuse",
+            f"{shared}, but {engine} reuses prefixes only with another kernel backend, not "
+            f"{stack.backend.name if stack.backend else 'its default path'}: each prefill "
+            "repeats it.",
+        )
+    kind = release.prefix_cache_kind
+    if release.prefix_cache_default_on is False:
+        return Reason(
+            "prefix_reuse_opt_in",
+            f"{shared}; {engine} can reuse it, but prefix caching is off by default "
+            "(enable_prefix_caching=False): start it with --enable-prefix-caching, or every "
+            f"prefill repeats those {tokens} tokens.{window}",
+        )
+    if kind == PrefixCacheKind.HASH_BLOCKS:
+        block = release.kv_block_size or 16
+        reused = tokens // block * block
+        message = (
+            f"{shared}; {engine} keys KV blocks of {block} tokens by a chained hash (on by "
+            f"default) and reuses whole blocks only, so about {reused} of the {tokens} tokens "
+            "skip prefill."
+        )
+    elif kind == PrefixCacheKind.RADIX_TREE:
+        message = (
+            f"{shared}; {engine} finds it in a radix tree of cached prefixes (on by default) "
+            f"and skips prefill for the matched {tokens} tokens while they stay cached."
+        )
+    elif kind == PrefixCacheKind.PER_SLOT:
+        message = (
+            f"{shared}; {engine} keeps each slot's last prompt (--cache-prompt, on by default) "
+            "and reuses its longest common prefix, so a request gains only when it lands on a "
+            "slot that already holds that prefix."
+        )
+    else:
+        return Reason(
+            "no_prefix_reuse",
+            f"{shared}, but the catalog records no prefix-cache behaviour for {engine}: assume "
+            f"each prefill repeats those {tokens} tokens until measured.",
+        )
+    return Reason("prefix_reuse", message + window)
+
+
+def _speculative(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None:
+    """Speculative decoding helps when token time, not time to first token, is the target
+    that limits the stack at its operating point."""
+    latency, slo = _latency(verdict), goal.slo
+    if not latency or slo.tpot_ms is None:
+        return None
+    tpot_share = latency["tpot_ms"] / slo.tpot_ms
+    ttft_share = latency["ttft_ms"] / slo.ttft_ms if slo.ttft_ms else 0.0
+    if tpot_share < TPOT_BINDING_SHARE or tpot_share < ttft_share:
+        return None
+    stack = verdict.stack
     return Reason(
-        "no_prefix_reuse",
-        f"{share} of requests share a {workload.prefix_tokens}-token prefix, but the catalog "
-        f"records no prefix-cache structure for {release.engine.name}: each prefill repeats it.",
+        "speculative_decoding",
+        f"TPOT binds: at {latency['concurrency']} in flight the estimate is "
+        f"{latency['tpot_ms']:.1f} ms per token, {tpot_share:.0%} of the {slo.tpot_ms:g} ms "
+        f"target, while TTFT uses {ttft_share:.0%} of its budget. Speculative decoding "
+        f"({_maturity(judge, stack, 'speculative_decoding')} in {stack.release.engine.name}) "
+        "verifies several drafted tokens per step; the gain depends on how many drafts your "
+        "traffic accepts, and at low acceptance or large batches it can cost more than it "
+        "saves, so measure it on real prompts.",
     )
 
 
@@ -123,8 +239,10 @@ def _unlabelled(verdict: Verdict, judge: Judge) -> Reason | None:
 def hints_for(goal: Goal, verdict: Verdict, judge: Judge) -> list[Reason]:
     stack = verdict.stack
     found = (
+        kv_capacity_hint(verdict, judge),
         _disaggregation(goal, verdict, judge),
-        _prefix_reuse(goal, stack),
+        _prefix_reuse(goal, stack, judge),
+        _speculative(goal, verdict, judge),
         _expert_parallel(goal, stack),
         _project_status(stack),
         _unlabelled(verdict, judge),

@@ -85,7 +85,7 @@ class Ranker:
         return self.efficiencies.get(key) or Efficiency()
 
     def _memory(self, stack: Stack) -> MemoryEstimate:
-        memory = self.judge.memory(stack.accelerator, stack.precision, stack.layout)
+        memory = self.judge.memory_of(stack)
         assert isinstance(memory, MemoryEstimate), "kept stacks always have a memory estimate"
         return memory
 

@@ -30,3 +30,6 @@ class Command(BaseCommand):
             ("release defaults", stats.release_defaults),
         ):
             self.stdout.write("  " + _share_line(label, share))
+        self.stdout.write("Coverage of serving engines (a pair without a cell is not recorded)")
+        for label, share in stats.coverage.items():
+            self.stdout.write("  " + _share_line(label, share))

@@ -1,0 +1,141 @@
+"""KV capacity against concurrency, by each engine's own memory rule.
+
+A release records its default memory fraction and what it is a share of (EngineRelease
+memory_fraction / memory_fraction_basis, sourced in fixtures/catalog/engines.json). A stack whose
+KV cache holds fewer sequences of the workload's context than the load keeps in flight is
+flagged with both numbers, and the cheaper fixes (an FP8 KV cache, a wider tensor-parallel
+layout, more replicas) are priced with the same estimator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from apps.catalog.choices import Maturity, MemoryBasis
+from apps.catalog.models import EngineRelease
+from apps.selections.candidates.enumeration import powers_of_two, tp_suits
+from apps.selections.candidates.goal import Goal
+from apps.selections.candidates.stack import Reason, Verdict
+from apps.selections.estimator import MemoryEstimate, Parallelism
+
+if TYPE_CHECKING:  # the Judge imports this module
+    from apps.selections.candidates.filters import Judge
+
+# The share assumed where a release records none (llama.cpp, Ollama, TGI, SGLang's run-time
+# value): vLLM's long-standing 0.9 of device memory. Said so in every estimate that uses it.
+FALLBACK_FRACTION = 0.9
+KV_CAPACITY_SHORT = "kv_capacity_short"
+FP8_KV = "fp8"
+# Tensor parallelism is suggested up to one scale-up node of eight GPUs.
+NODE_GPUS = 8
+_REFUSING = (Maturity.UNSUPPORTED, Maturity.DEPRECATED)
+
+
+@dataclass(frozen=True)
+class MemoryRule:
+    fraction: float
+    basis: str
+    recorded: bool
+
+    def describe(self) -> str:
+        if not self.recorded:
+            return f"{self.fraction:g} of device memory (assumed: the release records no default)"
+        return f"{self.fraction:g}: {MemoryBasis(self.basis).label}"
+
+
+def memory_rule(release: EngineRelease) -> MemoryRule:
+    if release.memory_fraction and release.memory_fraction_basis:
+        return MemoryRule(release.memory_fraction, release.memory_fraction_basis, True)
+    return MemoryRule(FALLBACK_FRACTION, MemoryBasis.TOTAL, False)
+
+
+def needed_sequences(goal: Goal) -> tuple[int, str] | None:
+    """Sequences the load keeps in flight, and how that number was reached.
+
+    A closed-loop goal states it. An open-loop goal holds rate x peak x time in the system, the
+    time being what the SLO allows a request (its end-to-end target, or TTFT plus TPOT for every
+    further token): the concurrency the stack must hold when requests take as long as allowed.
+    """
+    if goal.concurrency:
+        return goal.concurrency, f"{goal.concurrency} concurrent clients"
+    slo, rate = goal.slo, goal.target_rate_rps
+    if rate is None:
+        return None
+    if slo.e2e_ms is not None:
+        seconds = slo.e2e_ms / 1e3
+    elif slo.ttft_ms is not None and slo.tpot_ms is not None:
+        seconds = (slo.ttft_ms + slo.tpot_ms * max(goal.osl - 1, 0)) / 1e3
+    else:
+        return None
+    load = rate * goal.peak_factor
+    needed = math.ceil(load * seconds)
+    return needed, f"{load:g} req/s x {seconds:g} s allowed per request"
+
+
+def _fits(memory: MemoryEstimate | Reason) -> MemoryEstimate | None:
+    return memory if isinstance(memory, MemoryEstimate) and memory.fits else None
+
+
+def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
+    stack, goal = verdict.stack, judge.goal
+    layout, found = stack.layout, []
+    if goal.kv_is_sixteen_bit:
+        cell = judge.snapshot.cell(
+            stack.release,
+            "kv_fp8",
+            backend_id=stack.backend.pk if stack.backend else None,
+            accelerator=stack.accelerator,
+        )
+        fp8 = _fits(
+            judge.memory(stack.release, stack.accelerator, stack.precision, layout, kv_dtype=FP8_KV)
+        )
+        if cell is not None and cell.maturity not in _REFUSING and fp8 is not None:
+            held = fp8.max_concurrent_sequences * layout.dp
+            enough = "enough" if held >= needed else "still short"
+            found.append(
+                f"an FP8 KV cache (kv_fp8 {cell.maturity} in {stack.release.engine.name}) "
+                f"would hold {held} ({enough})"
+            )
+    tensor = judge.snapshot.cell(stack.release, "tensor_parallel", accelerator=stack.accelerator)
+    wider_tp = tensor is not None and tensor.maturity not in _REFUSING
+    for tp in powers_of_two(NODE_GPUS)[layout.tp.bit_length() :] if wider_tp else []:
+        wider = Parallelism(tp=tp, pp=layout.pp, ep=layout.ep, dp=layout.dp)
+        if not tp_suits(goal.arch, tp):
+            continue
+        memory = _fits(judge.memory(stack.release, stack.accelerator, stack.precision, wider))
+        if memory is not None and memory.max_concurrent_sequences * layout.dp >= needed:
+            held = memory.max_concurrent_sequences * layout.dp
+            found.append(f"tp{tp} ({wider.gpus} GPUs) would hold {held}")
+            break
+    memory = judge.memory_of(stack)
+    per_replica = memory.max_concurrent_sequences if isinstance(memory, MemoryEstimate) else 0
+    if per_replica > 0:
+        replicas = math.ceil(needed / per_replica)
+        gpus = replicas * layout.tp * layout.pp
+        found.append(f"{replicas} replicas of this layout ({gpus} GPUs) would hold {needed}")
+    return found
+
+
+def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
+    """Flags a kept stack whose KV cache cannot hold the load's sequences, with both numbers."""
+    need = needed_sequences(judge.goal)
+    memory = judge.memory_of(verdict.stack)
+    if need is None or not isinstance(memory, MemoryEstimate):
+        return None
+    needed, how = need
+    layout, goal = verdict.stack.layout, judge.goal
+    held = memory.max_concurrent_sequences * layout.dp
+    if held >= needed:
+        return None
+    rule = memory_rule(verdict.stack.release)
+    message = (
+        f"The KV cache holds {memory.kv_capacity_tokens} tokens per replica, so {held} "
+        f"sequences of {goal.isl + goal.osl} tokens fit at once (memory rule "
+        f"{rule.describe()}); the load keeps {needed} in flight ({how})."
+    )
+    fixes = _suggestions(verdict, judge, needed)
+    if fixes:
+        message += " Cheaper fixes: " + "; ".join(fixes) + "."
+    return Reason(KV_CAPACITY_SHORT, message)

@@ -1,0 +1,116 @@
+"""KV capacity against concurrency under each engine's own memory rule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
+from apps.selections import services
+from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.choices import CandidateOutcome
+from apps.selections.estimator import Parallelism, estimate_memory
+from tests.selections.helpers import create_selection
+
+pytestmark = pytest.mark.django_db
+
+
+def _long_context_goal(goal_payload, concurrency: int):
+    goal_payload["workload"].update(
+        model="llama-3.1-70b",
+        precision="fp8",
+        isl={"kind": "fixed", "value": 7168},
+        osl={"kind": "fixed", "value": 1024},
+        arrival={"concurrency": concurrency},
+        max_context=8192,
+    )
+    goal_payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
+    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
+    return goal_payload
+
+
+def _compute(user, team, payload):
+    selection = create_selection(user=user, team=team, payload=payload)
+    return services.candidates_compute(actor_user=user, selection=selection)
+
+
+def _vllm_row(selection):
+    return selection.candidates.get(
+        outcome=CandidateOutcome.KEPT, stack__engine="vllm", stack__layers=[]
+    )
+
+
+def _sequences(release, kv_dtype: str) -> int:
+    memory = estimate_memory(
+        model=model_arch(ModelSpec.objects.get(slug="llama-3.1-70b")),
+        accel=accelerator_spec(Accelerator.objects.get(slug="h200-sxm")),
+        precision="fp8",
+        kv_dtype=kv_dtype,
+        parallelism=Parallelism(),
+        isl=7168,
+        osl=1024,
+        gpu_memory_utilization=release.memory_fraction,
+        memory_basis=release.memory_fraction_basis,
+    )
+    return memory.max_concurrent_sequences
+
+
+def test_32_sequences_of_8k_on_one_h200_are_flagged_with_the_number_that_fit_and_fp8_kv(
+    catalog, alice, acme, goal_payload
+):
+    selection = _compute(alice, acme, _long_context_goal(goal_payload, 32))
+
+    row = _vllm_row(selection)
+    hint = next(h for h in row.hints if h["code"] == "kv_capacity_short")
+    vllm = EngineRelease.objects.get(engine__slug="vllm")
+    fit, with_fp8 = _sequences(vllm, "bf16"), _sequences(vllm, "fp8")
+    assert 10 < fit < 32 <= with_fp8  # 70.6 GB of FP8 weights leave room for about 19 of 2.7 GB
+    assert row.estimate["memory"]["max_concurrent_sequences"] == fit
+    assert f"so {fit} sequences of 8192 tokens fit" in hint["message"]
+    assert "keeps 32 in flight (32 concurrent clients)" in hint["message"]
+    fp8 = rf"FP8 KV cache \(kv_fp8 stable in vLLM\) would hold {with_fp8} \(enough\)"
+    assert re.search(fp8, hint["message"])
+    assert "0.92" in row.estimate["memory"]["memory_rule"]
+
+
+def test_a_load_the_kv_cache_holds_is_not_flagged(catalog, alice, acme, goal_payload):
+    selection = _compute(alice, acme, _long_context_goal(goal_payload, 8))
+
+    row = _vllm_row(selection)
+    assert "kv_capacity_short" not in {h["code"] for h in row.hints}
+
+
+def test_each_engine_sizes_its_kv_cache_by_its_own_recorded_memory_rule(
+    catalog, alice, acme, goal_payload
+):
+    selection = _compute(alice, acme, _long_context_goal(goal_payload, 8))
+
+    for slug in ("vllm", "tensorrt-llm", "lmdeploy"):
+        release = EngineRelease.objects.get(engine__slug=slug)
+        rows = selection.candidates.filter(stack__engine=slug).exclude(estimate=None)
+        assert rows, slug
+        memory = rows[0].estimate["memory"]
+        assert memory["memory_fraction"] == release.memory_fraction
+        assert memory["memory_basis"] == release.memory_fraction_basis
+        assert memory["max_concurrent_sequences"] == _sequences(release, "bf16")
+        assert release.memory_fraction_source and release.memory_fraction_as_of
+    fractions = {
+        slug: EngineRelease.objects.get(engine__slug=slug).memory_fraction
+        for slug in ("vllm", "tensorrt-llm", "lmdeploy")
+    }
+    assert fractions == {"vllm": 0.92, "tensorrt-llm": 0.9, "lmdeploy": 0.8}
+
+
+def test_an_open_loop_load_counts_sequences_by_rate_and_the_slo_time(
+    catalog, alice, acme, goal_payload
+):
+    payload = _long_context_goal(goal_payload, 1)
+    payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 1}
+    payload["slo"]["e2e_ms"] = 60000
+
+    selection = _compute(alice, acme, payload)
+
+    hint = next(h for h in _vllm_row(selection).hints if h["code"] == "kv_capacity_short")
+    assert "keeps 60 in flight (1 req/s x 60 s allowed per request)" in hint["message"]
+    assert "replicas of this layout" in hint["message"]
