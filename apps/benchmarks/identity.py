@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from apps.audit.chain import canonical_json
-from apps.benchmarks.choices import PlanMode
+from apps.benchmarks.choices import PlanMode, RunMode
 from apps.selections.candidates.goal import open_loop_workload
 from apps.selections.simulator import SLO
 from apps.selections.workload import (
@@ -40,6 +40,7 @@ class PlanOptions:
     """What a person chooses when making a plan; the rest comes from the selection."""
 
     mode: str = PlanMode.FIXED
+    run_mode: str = RunMode.MEASURED
     seed: int = 0
     request_count: int = 200
     load_points: tuple[Mapping[str, Any], ...] = ()
@@ -54,6 +55,8 @@ class PlanOptions:
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
             raise ValueError(f"mode: must be one of {', '.join(PlanMode.values)}")
+        if self.run_mode not in RunMode.values:
+            raise ValueError(f"run_mode: must be one of {', '.join(RunMode.values)}")
         _whole(self.seed, "seed", 0)
         _whole(self.request_count, "request_count", 1, MAX_REQUEST_COUNT)
         _whole(self.warmup_requests, "warmup_requests", 0, 1000)

@@ -85,7 +85,7 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
         actor_user=alice, selection=selection, name=MARKERS["trace"], content=TRACE_CSV, apply=False
     )
     runner, credential = enrolled_runner(alice, acme, name=MARKERS["runner"])
-    options = PlanOptions(request_count=4, load_points=({"rate_rps": 1.0},))
+    options = PlanOptions(run_mode="simulated", request_count=4, load_points=({"rate_rps": 1.0},))
     plan = plan_create(
         actor_user=alice,
         team=acme,
