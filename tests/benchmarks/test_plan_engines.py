@@ -1,6 +1,8 @@
 """Simulation is a plan mode chosen explicitly: a measured plan sends each stack's own engine,
 never the simulated one, and the mode shows on the plan, its jobs and in the API."""
 
+import re
+
 import pytest
 
 from apps.benchmarks.identity import PlanOptions
@@ -92,7 +94,8 @@ def test_the_plan_form_offers_the_dry_run_and_no_longer_promises_a_fallback(
     page = alice_client.get(f"/benchmarks/new/{selection.pk}/").content.decode()
     assert "until real engine adapters arrive" not in page
     assert "Dry run on the simulated engine" in page
-    assert 'value="measured" checked' in page.replace('checked=""', "checked")
+    assert re.search(r'<input type="radio" name="run_mode" value="measured"[^>]* checked', page)
+    assert not re.search(r'value="simulated"[^>]* checked', page)
 
 
 def test_the_plan_form_makes_a_dry_run_only_when_chosen(alice_client, selection):
