@@ -95,7 +95,7 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
     )
     attempt = JobAttempt.objects.filter(job__plan=plan).order_by("pk").first()
     _run_attempt(RunnerClient(credential), attempt.pk)
-    record = accepted(alice, bob_approver, acme, selection)
+    record = accepted(alice, bob_approver, acme, selection, simulation_only=True)
     DecisionRecord.objects.filter(pk=record.pk).update(title=MARKERS["decision"])
     trigger = RetestTrigger.objects.create(
         record=record, kind="engine_major", key="isolation", reason=MARKERS["trigger"]
