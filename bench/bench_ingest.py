@@ -102,7 +102,7 @@ def attempt_rows() -> JobAttempt:
     selection = Selection.objects.create(
         team=team, title="bench", workload=WORKLOAD, slo={"ttft_ms": 500, "tpot_ms": 50}
     )
-    options = PlanOptions(request_count=10, load_points=(dict(LOAD_POINT),))
+    options = PlanOptions(run_mode="simulated", request_count=10, load_points=(dict(LOAD_POINT),))
     identity = build_identity(
         model={"slug": "bench-model", "checkpoint": "bench", "tokenizer": "bench"},
         precision="bf16",
@@ -117,6 +117,7 @@ def attempt_rows() -> JobAttempt:
         team=team,
         selection=selection,
         title="bench",
+        run_mode=options.run_mode,
         identity=identity,
         identity_fingerprint=identity_fingerprint(identity),
         load_points=[LOAD_POINT],

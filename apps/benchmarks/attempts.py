@@ -28,13 +28,12 @@ from apps.benchmarks.choices import (
     JobState,
     PlanMode,
 )
-from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute
+from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute, runner_fits
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit
 from apps.benchmarks.signals import result_uploaded
 from apps.core.errors import ConflictError, NotFoundError
-from apps.runners.labels import runner_takes
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_queues
 from apps.runners.services import runner_heartbeat_touch
@@ -93,9 +92,10 @@ def attempt_claim(*, runner: Runner, attempt_id: int) -> JobAttempt:
     """dispatched -> claimed for this runner, with a lease; anything else is refused."""
     attempt = _team_attempt(runner, attempt_id)
     job = attempt.job
-    if job.accelerator != runner.accelerator or not runner_takes(runner.gpu_count, job.gpu_count):
+    if not runner_fits(runner, job):
         raise PermissionDenied(
-            f"This runner's labels do not fit the job ({job.gpu_count} x {job.accelerator})."
+            f"This runner's labels do not fit the job ({job.engine.get('adapter')} on "
+            f"{job.gpu_count} x {job.accelerator})."
         )
     now = timezone.now()
     claimed = JobAttempt.objects.filter(

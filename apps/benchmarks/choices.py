@@ -8,6 +8,16 @@ class PlanMode(models.TextChoices):
     MAX_RATE_SEARCH = "max_rate_search", "Search the highest rate that meets the SLO"
 
 
+class RunMode(models.TextChoices):
+    """Whether a plan measures the stacks' own engines or dry-runs the pipeline on the simulator.
+
+    Chosen explicitly when planning: a measured plan never falls back to the simulated engine.
+    """
+
+    MEASURED = "measured", "Measured on the stack's own engine"
+    SIMULATED = "simulated", "Dry run on the simulated engine"
+
+
 class PlanState(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"

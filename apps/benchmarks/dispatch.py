@@ -1,7 +1,10 @@
 """Routing, dispatch, terminal moves and the reaper: the server side of "exactly once".
 
 Jobs are sent by task name to their pool queue on commit; the web app never imports runner code.
-A job no runner can take is `waiting_for_runner` with a reason, re-evaluated when runners enroll,
+A job goes only to a runner whose probe reports the job's engine adapter (the stack's own engine
+for a measured plan, `simulated` for a dry run) and enough GPUs of its accelerator: each
+(hardware, engine) has its own pool queue. A job no runner can take is `waiting_for_runner` with
+a reason naming what is missing, re-evaluated when runners enroll,
 probe or come back online, and by the reaper. Follow-up work (plan state, audit) happens only
 on the move into a terminal state, found by a conditional update's row count.
 """
@@ -25,10 +28,12 @@ from apps.benchmarks.choices import (
     JobState,
     PlanState,
 )
+from apps.benchmarks.engine_spec import SIMULATED_ADAPTER
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
-from apps.runners.labels import pool_queue, runner_takes
+from apps.catalog.models import Engine
+from apps.runners.labels import JobNeeds, pool_queue, unfit_reason
 from apps.runners.models import Runner
-from apps.runners.selectors import accelerator_names, is_online
+from apps.runners.selectors import accelerator_names, is_online, labels_of
 from config.celery import app as celery_app
 
 RUN_ATTEMPT_TASK = "stackselect.runner.run_attempt"
@@ -48,31 +53,65 @@ def _publish_on_commit(attempt: JobAttempt) -> None:
     transaction.on_commit(lambda: publish_attempt(attempt_id=attempt_id, queue=queue), robust=True)
 
 
-def eligible_runners(*, team_id: int, accelerator: str, gpu_count: int) -> list[Runner]:
-    candidates = Runner.objects.filter(
-        team_id=team_id, revoked_at__isnull=True, labels__accelerator=accelerator
-    ).order_by("name")
-    return [runner for runner in candidates if runner_takes(runner.gpu_count, gpu_count)]
+def job_needs(job: BenchmarkJob) -> JobNeeds:
+    """The hardware and the engine adapter (the stack's own engine, or `simulated`) of a job."""
+    return JobNeeds(job.accelerator, job.gpu_count, str(job.engine.get("adapter") or ""))
+
+
+def runner_fits(runner: Runner, job: BenchmarkJob) -> bool:
+    return unfit_reason(labels_of(runner), job_needs(job)) is None
+
+
+def _active_runners(team_id: int) -> list[Runner]:
+    return list(Runner.objects.filter(team_id=team_id, revoked_at__isnull=True).order_by("name"))
+
+
+def eligible_runners(*, team_id: int, needs: JobNeeds) -> list[Runner]:
+    """Active runners of the team whose probe reports the engine and enough of the hardware."""
+    runners = _active_runners(team_id)
+    return [runner for runner in runners if unfit_reason(labels_of(runner), needs) is None]
+
+
+def _engine_name(slug: str) -> str:
+    if slug == SIMULATED_ADAPTER:
+        return "the simulated engine"
+    return Engine.objects.filter(slug=slug).values_list("name", flat=True).first() or slug
 
 
 def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[str, str]:
-    """Queued when an online runner of the team can take the job, else waiting with why."""
-    runners = eligible_runners(
-        team_id=job.team_id, accelerator=job.accelerator, gpu_count=job.gpu_count
-    )
+    """Queued when an online runner of the team has the engine and the hardware, else waiting
+    with why: which runners would qualify, and what each of the others lacks."""
+    needs = job_needs(job)
     name = accelerator_names({job.accelerator}).get(job.accelerator, job.accelerator)
     hardware = f"{job.gpu_count} x {name} ({job.accelerator})"
-    if not runners:
+    engine = _engine_name(needs.engine)
+    wanted = f"{engine} on {hardware}"
+    runners = _active_runners(job.team_id)
+    why_not = {
+        runner.name: unfit_reason(
+            labels_of(runner), needs, engine_name=engine, accelerator_name=name
+        )
+        for runner in runners
+    }
+    fitting = [runner for runner in runners if why_not[runner.name] is None]
+    if not fitting:
+        others = "; ".join(f"{runner} {reason}" for runner, reason in why_not.items())
         return (
             JobState.WAITING_FOR_RUNNER,
-            f"No runner of this team can take it: none has {hardware}. "
-            "Enroll a runner with that hardware on the Runners page.",
+            f"No online runner has {wanted}. "
+            + (f"Runners of this team: {others}. " if others else "No runner is enrolled. ")
+            + "Install the engine on a runner with that hardware, or enroll one "
+            "on the Runners page.",
         )
-    online = [runner for runner in runners if is_online(runner, now=now)]
+    online = [runner for runner in fitting if is_online(runner, now=now)]
     if not online:
-        names = ", ".join(runner.name for runner in runners)
-        return JobState.WAITING_FOR_RUNNER, f"The runners with {hardware} are offline: {names}."
-    return JobState.QUEUED, f"Queued for {hardware}; {len(online)} runner(s) online."
+        names = ", ".join(runner.name for runner in fitting)
+        return (
+            JobState.WAITING_FOR_RUNNER,
+            f"No online runner has {wanted}: the runners that would qualify are offline: {names}.",
+        )
+    names = ", ".join(runner.name for runner in online)
+    return JobState.QUEUED, f"Queued for {wanted}; {len(online)} runner(s) online: {names}."
 
 
 def _retry_note(job: BenchmarkJob) -> str:
@@ -105,7 +144,7 @@ def job_route(job: BenchmarkJob) -> None:
 def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
     """Create attempt `number` and send it to the job's pool queue once the transaction commits."""
     attempt = JobAttempt.objects.create(
-        job=job, number=number, queue=pool_queue(job.team_id, job.accelerator, job.gpu_count)
+        job=job, number=number, queue=pool_queue(job_needs(job), team_id=job.team_id)
     )
     audit_record(
         actor=DISPATCHER,
@@ -265,9 +304,7 @@ def _republish_stale_dispatches(now: datetime, report: ReapReport) -> None:
     )
     for attempt in attempts.select_related("job"):
         job = attempt.job
-        runners = eligible_runners(
-            team_id=job.team_id, accelerator=job.accelerator, gpu_count=job.gpu_count
-        )
+        runners = eligible_runners(team_id=job.team_id, needs=job_needs(job))
         if not any(is_online(r, now=now) and r.pk not in busy_runner_ids for r in runners):
             continue
         with transaction.atomic():

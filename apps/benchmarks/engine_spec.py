@@ -1,9 +1,13 @@
-"""The job spec's engine section for the simulated engine, from a candidate and the catalog.
+"""The job spec's engine section, from a candidate, the catalog and the plan's run mode.
 
-The simulated engine times its tokens with the estimator's StepCost for the candidate's model,
-accelerator, precision and parallel layout (a wire contract with runner/stackselect_runner/
-simengine). The cost is frozen for a typical decode batch at the workload's mean context.
-With dp > 1 the engine still serves one replica, so its capacity is one replica's.
+A measured plan sends the adapter of the stack's own engine (runner/stackselect_runner/engines/,
+registered under the catalog's engine slug), never the simulator: dispatch then routes the job
+only to runners whose probe reports that engine. A simulated plan (a dry run) sends every job to
+the simulated engine. The simulated engine times its tokens with the estimator's StepCost
+for the candidate's model, accelerator, precision and parallel layout (a wire contract with
+runner/stackselect_runner/simengine). The cost is frozen for a typical decode batch at the
+workload's mean context. With dp > 1 the engine still serves one replica, so its capacity is
+one replica's.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from apps.benchmarks.choices import RunMode
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections.catalog_adapter import accelerator_spec, model_arch, scheduler_budgets
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
 
 SIMULATED_ADAPTER = "simulated"
-# A llama-cpp candidate whose checkpoint is a local GGUF file runs on the runner's real llama.cpp
+# llama.cpp serves a local GGUF file, passed as the adapter's model_path
 # (llama-server or llama-cpp-python, runner/stackselect_runner/engines/llama_cpp.py).
 LLAMA_CPP_ADAPTER = "llama-cpp"
 GGUF_SUFFIX = ".gguf"
@@ -95,31 +100,37 @@ def simulated_engine(
     }
 
 
-def llama_cpp_engine(
+def real_engine(
     *, stack: Mapping[str, Any], served_model_name: str, kv_dtype: str | None
 ) -> dict[str, Any]:
-    """The llama.cpp adapter's engine section: the GGUF file and the stack's own settings."""
-    options = {
-        "model_path": served_model_name,
+    """The stack's own engine adapter with the stack's settings (runner engines/stack.py words)."""
+    engine = str(stack.get("engine") or "")
+    if not engine:
+        raise ValueError("the stack names no engine")
+    options: dict[str, Any] = {
         "precision": str(stack["precision"]),
         "kv_dtype": kv_dtype,
         **{key: stack.get(key, 1) for key in LAYOUT_KEYS},
     }
+    if engine == LLAMA_CPP_ADAPTER and served_model_name.endswith(GGUF_SUFFIX):
+        options["model_path"] = served_model_name
     return {
-        "adapter": LLAMA_CPP_ADAPTER,
+        "adapter": engine,
         "model": served_model_name,
         "served_model_name": served_model_name,
         "options": options,
     }
 
 
-def job_engine(*, stack: Mapping[str, Any], served_model_name: str, **simulated: Any) -> dict:
-    """Real llama.cpp for a llama-cpp candidate with a local GGUF checkpoint, else simulated."""
-    if stack.get("engine") == LLAMA_CPP_ADAPTER and served_model_name.endswith(GGUF_SUFFIX):
-        return llama_cpp_engine(
-            stack=stack, served_model_name=served_model_name, kv_dtype=simulated["kv_dtype"]
-        )
-    return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
+def job_engine(
+    *, run_mode: str, stack: Mapping[str, Any], served_model_name: str, **simulated: Any
+) -> dict:
+    """The simulated engine for a dry run, else the stack's own engine: never a fallback."""
+    if run_mode == RunMode.SIMULATED:
+        return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
+    return real_engine(
+        stack=stack, served_model_name=served_model_name, kv_dtype=simulated["kv_dtype"]
+    )
 
 
 def arch_for(model: ModelSpec | None, custom: Mapping[str, Any] | None) -> ModelArch:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from apps.benchmarks.choices import PlanMode
+from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.plan_identity import (
     DEFAULT_MAX_PROBES,
     MAX_LOAD_POINTS,
@@ -19,6 +19,16 @@ LOAD_KINDS = (("rate_rps", "Rates (requests/s)"), ("concurrency", "Concurrencies
 
 class PlanForm(forms.Form):
     title = forms.CharField(max_length=200, required=False)
+    run_mode = forms.ChoiceField(
+        label="Engine",
+        choices=RunMode.choices,
+        initial=RunMode.MEASURED,
+        required=False,
+        widget=forms.RadioSelect,
+        help_text="Measured runs each stack's own engine on a runner that has it; a job waits "
+        "until such a runner is online. A dry run uses the simulated engine (for demos and for "
+        "trying the pipeline): its results are labelled simulated everywhere.",
+    )
     mode = forms.ChoiceField(choices=PlanMode.choices, initial=PlanMode.FIXED)
     load_kind = forms.ChoiceField(choices=LOAD_KINDS, initial="rate_rps")
     load_levels = forms.CharField(
@@ -44,6 +54,10 @@ class PlanForm(forms.Form):
         choices=(("completions", "Completions"), ("chat", "Chat completions"))
     )
 
+    def clean_run_mode(self) -> str:
+        """Measured unless a dry run is chosen: the simulator is never picked by default."""
+        return self.cleaned_data["run_mode"] or RunMode.MEASURED
+
     def clean_load_levels(self) -> list[float]:
         text = self.cleaned_data["load_levels"].strip()
         if not text:
@@ -64,6 +78,7 @@ class PlanForm(forms.Form):
         data = self.cleaned_data
         return PlanOptions(
             mode=data["mode"],
+            run_mode=data["run_mode"],
             seed=data["seed"],
             request_count=data["request_count"],
             load_points=tuple(self.load_points()),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from apps.benchmarks.choices import AttemptState, JobState, PlanMode, PlanState
+from apps.benchmarks.choices import AttemptState, JobState, PlanMode, PlanState, RunMode
 
 
 class BenchmarkPlan(models.Model):
@@ -26,6 +26,12 @@ class BenchmarkPlan(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     mode = models.CharField(max_length=20, choices=PlanMode.choices, default=PlanMode.FIXED)
+    run_mode = models.CharField(
+        max_length=20,
+        choices=RunMode.choices,
+        default=RunMode.MEASURED,
+        help_text="measured: the stacks' own engines; simulated: a dry run (API: `mode`).",
+    )
     state = models.CharField(max_length=20, choices=PlanState.choices, default=PlanState.RUNNING)
     identity = models.JSONField()
     identity_fingerprint = models.CharField(max_length=64, db_index=True)
@@ -39,6 +45,10 @@ class BenchmarkPlan(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def simulated(self) -> bool:
+        return self.run_mode == RunMode.SIMULATED
 
 
 class BenchmarkJob(models.Model):

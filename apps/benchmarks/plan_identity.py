@@ -20,7 +20,7 @@ from stackselect_domain.workload import (
     generate_requests,
 )
 
-from apps.benchmarks.choices import PlanMode
+from apps.benchmarks.choices import PlanMode, RunMode
 from apps.selections.candidates.goal import open_loop_workload
 
 IDENTITY_VERSION = 1
@@ -29,7 +29,7 @@ MAX_REQUEST_COUNT = 20_000
 WORKLOAD_KEYS = ("isl", "osl", "arrival", "prefix_share", "prefix_tokens", "prefix_groups")
 # Default load ladder around the goal's load: half, the goal itself and twice it.
 DEFAULT_LADDER = (0.5, 1.0, 2.0)
-# A max-rate search stops once its bracket is this close (runner/stackselect_runner/search.py).
+# A max-rate search stops once its bracket is this close (stackselect_domain/ratesearch.py).
 SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
 
@@ -39,6 +39,7 @@ class PlanOptions:
     """What a person chooses when making a plan; the rest comes from the selection."""
 
     mode: str = PlanMode.FIXED
+    run_mode: str = RunMode.MEASURED
     seed: int = 0
     request_count: int = 200
     load_points: tuple[Mapping[str, Any], ...] = ()
@@ -53,6 +54,8 @@ class PlanOptions:
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
             raise ValueError(f"mode: must be one of {', '.join(PlanMode.values)}")
+        if self.run_mode not in RunMode.values:
+            raise ValueError(f"run_mode: must be one of {', '.join(RunMode.values)}")
         _whole(self.seed, "seed", 0)
         _whole(self.request_count, "request_count", 1, MAX_REQUEST_COUNT)
         _whole(self.warmup_requests, "warmup_requests", 0, 1000)

@@ -12,9 +12,9 @@ from apps.accounts.models import Team
 from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
-from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
+from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState, RunMode
 from apps.benchmarks.dispatch import attempt_dispatch, job_finish
-from apps.benchmarks.engine_spec import SIMULATED_ADAPTER, arch_for, job_engine, model_identity
+from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.benchmarks.plan_identity import (
     PlanOptions,
@@ -44,10 +44,16 @@ def _one_precision(candidates: list[Candidate]) -> str:
 
 
 def _job_engine(
-    candidate: Candidate, documents: dict[str, Any], *, model: dict[str, Any], kv_dtype: str
+    candidate: Candidate,
+    documents: dict[str, Any],
+    *,
+    run_mode: str,
+    model: dict[str, Any],
+    kv_dtype: str,
 ) -> dict[str, Any]:
     try:
         return job_engine(
+            run_mode=run_mode,
             stack=candidate.stack,
             arch=documents["arch"],
             accelerator=candidate.accelerator,
@@ -58,15 +64,6 @@ def _job_engine(
         )
     except ValueError as error:
         raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
-
-
-def _all_simulated(engines: list[dict[str, Any]]) -> bool:
-    """A plan is simulated or real as a whole: the two never compare (docs/domain.md section 5)."""
-    simulated = {engine["adapter"] == SIMULATED_ADAPTER for engine in engines}
-    if len(simulated) > 1:
-        message = "Simulated and real engines cannot share a plan: results never compare."
-        raise ValidationError({"candidates": message})
-    return simulated.pop()
 
 
 def _kv_dtype(selection: Selection) -> str:
@@ -122,7 +119,7 @@ def plan_create(
     documents = _plan_documents(selection, options)
     model = model_identity(selection.model, selection.custom_model)
     engines = [
-        _job_engine(candidate, documents, model=model, kv_dtype=kv_dtype)
+        _job_engine(candidate, documents, run_mode=options.run_mode, model=model, kv_dtype=kv_dtype)
         for candidate in candidates
     ]
     identity = build_identity(
@@ -133,7 +130,7 @@ def plan_create(
         options=options,
         load_points=documents["points"],
         search=documents["search"],
-        simulated=_all_simulated(engines),
+        simulated=options.run_mode == RunMode.SIMULATED,
     )
     count = BenchmarkPlan.objects.filter(selection=selection).count()
     plan = BenchmarkPlan.objects.create(
@@ -142,6 +139,7 @@ def plan_create(
         title=(title.strip() or f"{selection.title}: benchmark {count + 1}")[:200],
         created_by=actor_user,
         mode=options.mode,
+        run_mode=options.run_mode,
         identity=identity,
         identity_fingerprint=identity_fingerprint(identity),
         load_points=documents["points"],
@@ -172,6 +170,7 @@ def plan_create(
             "selection_id": selection.pk,
             "identity_fingerprint": plan.identity_fingerprint,
             "mode": plan.mode,
+            "run_mode": plan.run_mode,
             "jobs": [job.pk for job in jobs],
         },
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from apps.decisions.choices import TriggerKind
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
+from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 
 
@@ -34,8 +35,10 @@ def front_matter(record: DecisionRecord) -> str:
     date = record.decided_at or record.created_at
     fields = {
         "id": record.reference,
-        "title": record.title,
+        "title": record.display_title,
         "status": record.status,
+        "evidence": record.evidence_kind,
+        "simulation_only": record.simulation_only,
         "date": date.date().isoformat() if date else None,
         "deciders": deciders(record),
         "supersedes": record.supersedes.reference if record.supersedes else None,
@@ -147,9 +150,26 @@ def load_point_text(point: Mapping[str, Any]) -> str:
     return f"{point.get('concurrency')} in flight"
 
 
+EVIDENCE_WARNINGS = {
+    EvidenceKind.SIMULATED: "The evidence is simulated only: these runs were dry runs on the "
+    "simulated engine, whose timings come from the estimator. No real engine ran.",
+    EvidenceKind.MIXED: "Part of the evidence is simulated: runs marked simulated were dry runs "
+    "on the simulated engine, not measurements.",
+    EvidenceKind.IMPORTED: "The evidence was imported from other benchmark tools; no StackSelect "
+    "runner measured it.",
+    EvidenceKind.NONE: "There is no evidence: nothing was measured.",
+}
+
+
+def evidence_banner(record: DecisionRecord) -> list[str]:
+    """A quoted warning under the title when the evidence is not a measurement."""
+    warning = EVIDENCE_WARNINGS.get(record.evidence_kind)
+    return [f"> **Evidence: {record.evidence_kind}.** {warning}", ""] if warning else []
+
+
 def evidence_lines(evidence: list[Mapping[str, Any]]) -> list[str]:
     if not evidence:
-        return ["No measured evidence was recorded."]
+        return ["No evidence was recorded."]
     lines = []
     for run in evidence:
         runner = (
@@ -164,6 +184,7 @@ def evidence_lines(evidence: list[Mapping[str, Any]]) -> list[str]:
             f"({run['tool']} {run['tool_version']})".rstrip(),
             "",
             f"- Identity fingerprint: `{run['identity_fingerprint']}`",
+            f"- Evidence: {entry_kind(run)}",
             f"- Produced by: {runner}",
             *(
                 f"- Raw file {item.get('name', '')}: sha256 `{item['sha256']}`"
@@ -241,8 +262,9 @@ def record_markdown(record: DecisionRecord) -> str:
     parts = [
         front_matter(record),
         "",
-        f"# {record.reference}: {record.title}",
+        f"# {record.reference}: {record.display_title}",
         "",
+        *evidence_banner(record),
         "## 1. Goal",
         "",
         *goal_lines(record.goal),

@@ -16,6 +16,7 @@ from apps.decisions.choices import (
     DecisionStatus,
     TriggerKind,
 )
+from apps.decisions.evidence_kind import evidence_kind
 
 
 def all_trigger_kinds() -> list[str]:
@@ -84,6 +85,10 @@ class DecisionRecord(models.Model):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    simulation_only = models.BooleanField(
+        default=False,
+        help_text="Set when proposing: the record rests on simulated evidence alone.",
+    )
     retest_needed = models.BooleanField(default=False)
     retest_needed_at = models.DateTimeField(null=True, blank=True)
 
@@ -100,6 +105,15 @@ class DecisionRecord(models.Model):
     @property
     def reference(self) -> str:
         return f"DR-{self.number}"
+
+    @property
+    def evidence_kind(self) -> str:
+        return evidence_kind(self.evidence)
+
+    @property
+    def display_title(self) -> str:
+        """The title, saying so when the record rests on a simulation only."""
+        return f"{self.title} (simulation only)" if self.simulation_only else self.title
 
     def candidate(self, key: str) -> dict | None:
         return next((entry for entry in self.candidates if entry.get("key") == key), None)

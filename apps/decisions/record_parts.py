@@ -16,7 +16,7 @@ from apps.benchmarks.engine_spec import model_identity
 from apps.catalog.models import Capability
 from apps.decisions.export import stack_text
 from apps.evidence.models import EvidenceRun, LoadPointResult
-from apps.evidence.selectors import measured_by_candidate
+from apps.evidence.selectors import counted, measured_by_candidate
 from apps.selections.choices import CandidateOutcome
 from apps.selections.models import Candidate, Selection
 
@@ -154,7 +154,7 @@ def evidence_part(
     """Every run of the record's candidates, with its fingerprint, checksums and figures, and
     the estimate against the measurement where both exist."""
     runs = list(
-        EvidenceRun.objects.filter(selection=selection, candidate__in=list(candidates))
+        counted(EvidenceRun.objects.filter(selection=selection, candidate__in=list(candidates)))
         .select_related("attempt__runner", "job__plan")
         .order_by("pk")
     )
@@ -169,6 +169,7 @@ def evidence_part(
             "run_id": run.pk,
             "candidate_key": keys[run.candidate_id],
             "source": run.source,
+            "mode": run.mode,
             "tool": run.tool,
             "tool_version": run.tool_version,
             "identity_fingerprint": run.identity_fingerprint,

@@ -197,6 +197,7 @@ def _plan_options(record: DecisionRecord) -> PlanOptions:
     policy = identity.get("failure_policy", {})
     return PlanOptions(
         mode=plan.mode,
+        run_mode=plan.run_mode,
         seed=workload.get("seed", 0),
         request_count=workload.get("request_count", 200),
         load_points=tuple(

@@ -29,6 +29,7 @@ from apps.decisions.choices import (
     TriggerKind,
     statuses_leading_to,
 )
+from apps.decisions.evidence_kind import EvidenceKind
 from apps.decisions.models import DecisionRecord, DecisionSequence
 from apps.decisions.record_parts import snapshot_parts
 from apps.selections.models import Selection
@@ -245,11 +246,27 @@ def _completeness_errors(record: DecisionRecord) -> dict[str, str]:
     return errors
 
 
+def _simulation_errors(record: DecisionRecord, *, simulation_only: bool) -> dict[str, str]:
+    """Marking "simulation only" is for a record whose evidence includes a dry run."""
+    kind = record.evidence_kind
+    if simulation_only and kind not in (EvidenceKind.SIMULATED, EvidenceKind.MIXED):
+        return {
+            "simulation_only": f"The evidence of {record.reference} is {kind}, not simulated: "
+            "there is no simulation to mark."
+        }
+    return {}
+
+
 @transaction.atomic
-def record_propose(*, actor_user: Any, team: Team, record_id: int) -> DecisionRecord:
+def record_propose(
+    *, actor_user: Any, team: Team, record_id: int, simulation_only: bool = False
+) -> DecisionRecord:
+    """Freeze a complete draft for review; `simulation_only` owns up to simulated evidence."""
     require_role(user=actor_user, team=team, minimum=Role.ENGINEER)
     record = _locked(team, record_id)
-    errors = _completeness_errors(record)
+    errors = _completeness_errors(record) | _simulation_errors(
+        record, simulation_only=simulation_only
+    )
     if errors and record.status in EDITABLE_STATUSES:
         raise ValidationError(errors)
     return _move(
@@ -259,7 +276,20 @@ def record_propose(*, actor_user: Any, team: Team, record_id: int) -> DecisionRe
         action="decision.propose",
         proposed_by=actor_user,
         proposed_at=timezone.now(),
+        simulation_only=simulation_only,
     )
+
+
+def _refuse_unmarked_simulation(record: DecisionRecord) -> None:
+    if record.evidence_kind == EvidenceKind.SIMULATED and not record.simulation_only:
+        raise ValidationError(
+            {
+                "simulation_only": f"{record.reference} rests on simulated evidence only: no real "
+                'engine ran, and it was not proposed as "simulation only". Measure the stacks '
+                "on their own engines (a measured plan) or propose a record marked "
+                '"simulation only".'
+            }
+        )
 
 
 def _require_approver(actor_user: Any, record: DecisionRecord) -> None:
@@ -273,6 +303,8 @@ def record_accept(*, actor_user: Any, team: Team, record_id: int) -> DecisionRec
     """An approver other than the author accepts; a record it supersedes becomes superseded."""
     record = _locked(team, record_id)
     _require_approver(actor_user, record)
+    if record.status == DecisionStatus.PROPOSED:
+        _refuse_unmarked_simulation(record)
     record = _move(
         record,
         to=DecisionStatus.ACCEPTED,

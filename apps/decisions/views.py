@@ -18,7 +18,8 @@ from apps.accounts.choices import Role
 from apps.core.errors import ConflictError
 from apps.decisions import retests, selectors, services
 from apps.decisions.choices import EDITABLE_STATUSES, DecisionStatus, TriggerKind
-from apps.decisions.export import record_markdown
+from apps.decisions.evidence_kind import EvidenceKind
+from apps.decisions.export import EVIDENCE_WARNINGS, record_markdown
 from apps.decisions.forms import NewRecordForm, ReasonForm, RecordTextForm
 from apps.decisions.provenance import record_provenance
 from apps.decisions.services import DecisionText
@@ -119,6 +120,8 @@ def _detail_context(request: HttpRequest, record_id: int) -> dict[str, Any]:
         "is_author": record.created_by_id == request.user.pk,
         "statuses": DecisionStatus,
         "reason_form": ReasonForm(),
+        "evidence_warning": EVIDENCE_WARNINGS.get(record.evidence_kind, ""),
+        "can_mark_simulation": record.evidence_kind in (EvidenceKind.SIMULATED, EvidenceKind.MIXED),
     }
 
 
@@ -168,6 +171,7 @@ def record_propose(request: HttpRequest, record_id: int) -> HttpResponse:
         services.record_propose,
         "{record.reference} proposed.",
         record_id=record_id,
+        simulation_only=request.POST.get("simulation_only") == "on",
     )
 
 

@@ -2,14 +2,16 @@
 
 No queries: the selector passes the selection (its model row loaded), the candidates (their
 accelerator rows loaded) and the built evidence. Only evidence comparable with the reference
-is used, so a different workload never bends the factors. Uses the estimator's own fitting
+is used, so a different workload never bends the factors, and only measured or imported runs:
+a simulated run's timings come from the estimator's own step cost, so fitting the estimator to
+them would be circular. Uses the estimator's own fitting
 (apps/selections/efficiency_fit.py); this module only gathers the measurements.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -112,6 +114,16 @@ def _lengths(selection: Selection) -> tuple[int, int]:
     return round(workload.input_length.mean()), round(workload.output_length.mean())
 
 
+def _measured(
+    evidence: Iterable[CandidateEvidence], candidates: Mapping[int, Candidate]
+) -> Iterator[tuple[CandidateEvidence, Candidate]]:
+    """Comparable, not simulated evidence of a known candidate, with that candidate."""
+    for entry in evidence:
+        candidate = candidates.get(entry.candidate_id or -1)
+        if candidate is not None and entry.comparable and not entry.simulated:
+            yield entry, candidate
+
+
 def fits(
     selection: Selection,
     evidence: Iterable[CandidateEvidence],
@@ -121,10 +133,7 @@ def fits(
     if selection.model is None:
         return []
     grouped: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
-    for entry in evidence:
-        candidate = candidates.get(entry.candidate_id or -1)
-        if candidate is None or not entry.comparable:
-            continue
+    for entry, candidate in _measured(evidence, candidates):
         try:
             found = _measurements(selection, entry, candidate)
         except ValueError:  # the catalog lacks a figure the estimator needs
@@ -199,10 +208,7 @@ def calibration_report(
     found = fits(selection, evidence, candidates)
     by_key = {(fit.accelerator, fit.engine): fit for fit in found}
     errors = []
-    for entry in evidence:
-        candidate = candidates.get(entry.candidate_id or -1)
-        if candidate is None or not entry.comparable:
-            continue
+    for entry, candidate in _measured(evidence, candidates):
         fit = by_key.get((candidate.accelerator.slug, str(candidate.stack.get("engine"))))
         rows = _error_rows(selection, entry, candidate, fit)
         if rows:

@@ -139,6 +139,15 @@ class CandidateEvidence:
     def comparable(self) -> bool:
         return self.status != "not_comparable"
 
+    @property
+    def simulated(self) -> bool:
+        """A dry run on the simulated engine (all runs of one identity share the flag)."""
+        return bool(self.identity.get("simulated"))
+
+    @property
+    def mode(self) -> str:
+        return "simulated" if self.simulated else "measured"
+
 
 def load_point_key(load_point: Mapping[str, Any]) -> str:
     """Load points of different runs line up by what was offered, not by their position."""

@@ -63,6 +63,11 @@ class EvidenceRun(models.Model):
     def __str__(self) -> str:
         return f"{self.tool} run {self.pk}"
 
+    @property
+    def mode(self) -> str:
+        """measured or simulated: a dry run's identity says simulated (the API's `mode`)."""
+        return "simulated" if self.identity.get("simulated") else "measured"
+
 
 class LoadPointResult(models.Model):
     """One load point of a run; `summary` stays null until every chunk has arrived."""

@@ -7,13 +7,58 @@ No Django: callers pass the documents in. The benchmark plan's identity document
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stackselect_domain.identity import canonical_identity
 
 PARALLELISM_KEYS = ("tp", "pp", "dp", "ep", "cp")
 PREFIX_KEYS = ("prefix_share", "prefix_tokens", "prefix_groups")
+# Engine-command flags whose values say where the engine listens or which process it is, never
+# how it serves: two runs that differ only in these are repeats of one stack.
+PLACE_FLAGS = frozenset({"--port", "--host", "--hostname", "--pid-file", "--pidfile"})
+# Paths made for one attempt (its work directory, a temporary file) differ on every run.
+TEMPORARY_PATH = re.compile(r"^(/tmp/|/var/tmp/|/dev/shm/)|/attempt-\d+(/|$)")
+TEMPORARY = "<temporary path>"
+
+
+def _stable_argument(argument: str) -> str:
+    flag, equals, value = argument.partition("=")
+    if equals and flag.startswith("-") and TEMPORARY_PATH.search(value):
+        return f"{flag}={TEMPORARY}"
+    return TEMPORARY if TEMPORARY_PATH.search(argument) else argument
+
+
+def stable_command(command: Sequence[Any]) -> list[str]:
+    """The engine command without what does not change the result: the listening address and
+    port, process ids, per-attempt paths, and where the program is installed."""
+    arguments = [str(argument) for argument in command]
+    if not arguments:
+        return []
+    stable = [posixpath.basename(arguments[0])]
+    skip_value = False
+    for argument in arguments[1:]:
+        if skip_value:
+            skip_value = False
+            continue
+        flag = argument.split("=", 1)[0]
+        if flag in PLACE_FLAGS:
+            skip_value = "=" not in argument
+            continue
+        stable.append(_stable_argument(argument))
+    return stable
+
+
+def stable_engine_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The engine's reported configuration with its command made stable (see stable_command)."""
+    if not config:
+        return None
+    stable = dict(config)
+    if isinstance(stable.get("command"), list | tuple):
+        stable["command"] = stable_command(stable["command"])
+    return stable
 
 
 def stack_identity(stack: Mapping[str, Any], *, kv_dtype: str | None = None) -> dict[str, Any]:
@@ -61,7 +106,7 @@ def runner_identity(
             "endpoint": settings.get("endpoint"),
         },
         "prefix_share": prefix or None,
-        "engine_config": engine.get("effective_config") or None,
+        "engine_config": stable_engine_config(engine.get("effective_config")),
         "warmup": {"requests": settings.get("warmup_requests")},
         "measurement_window": plan_identity.get("measurement_window_s"),
         "failure_policy": {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
+from apps.benchmarks.choices import AttemptState
 from apps.evidence.calibration_report import CalibrationReport, calibration_report
 from apps.evidence.comparison import (
     CandidateEvidence,
@@ -25,6 +26,25 @@ from apps.evidence.summaries import slo_of
 from apps.selections.models import Candidate, Selection
 
 RESULT_FIELDS = ("run_id", "load_point", "summary", "quantiles")
+# An attempt that ended in one of these did not finish: whatever it uploaded is kept apart as
+# superseded, never counted as a run (its job was retried, failed or cancelled).
+UNFINISHED_ATTEMPT_STATES = (
+    AttemptState.LOST,
+    AttemptState.FAILED,
+    AttemptState.CANCELLED,
+    AttemptState.SUPERSEDED,
+)
+
+
+@dataclass(frozen=True)
+class SupersededRun:
+    """A run of an attempt that did not finish, with why, for the page to show apart."""
+
+    run_id: int
+    label: str
+    attempt_number: int
+    attempt_state: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -34,22 +54,45 @@ class SelectionEvidence:
     candidates: list[CandidateEvidence]
     partial_load_points: int
     calibration: CalibrationReport
+    superseded: list[SupersededRun] = field(default_factory=list)
 
 
 def _label(run: EvidenceRun) -> str:
-    """`#rank engine version · N x accelerator · precision (tool)`: what people tell apart."""
+    """`#rank engine version · N x accelerator · precision (tool)`: what people tell apart;
+    a dry run says `simulated` in its label, so every table, chart and CSV says so too."""
     identity = run.identity
     precision = identity.get("precision")
     weights = precision.get("weights") if isinstance(precision, dict) else precision
     engine = " ".join(str(identity.get(key) or "") for key in ("engine", "engine_version"))
     hardware = f"{identity.get('gpu_count') or '?'} x {identity.get('accelerator') or '?'}"
     parts = [engine.strip() or "unknown engine", hardware, *([str(weights)] if weights else [])]
+    if identity.get("simulated"):
+        parts.append("simulated")
     rank = f"#{run.candidate.rank} " if run.candidate_id and run.candidate.rank else ""
     return f"{rank}{' · '.join(parts)} ({run.tool})"
 
 
+def counted(runs: QuerySet[EvidenceRun]) -> QuerySet[EvidenceRun]:
+    """Runs that count: imported ones, and those of attempts that finished or are running."""
+    return runs.exclude(attempt__state__in=UNFINISHED_ATTEMPT_STATES)
+
+
 def runs_of(*, team: Any, selection: Selection) -> QuerySet[EvidenceRun]:
-    return scoped(EvidenceRun.objects.filter(selection=selection), team).select_related("candidate")
+    """The runs of a selection that count as evidence (see `counted`)."""
+    runs = scoped(EvidenceRun.objects.filter(selection=selection), team)
+    return counted(runs).select_related("candidate")
+
+
+def superseded_runs_of(*, team: Any, selection: Selection) -> list[SupersededRun]:
+    runs = scoped(EvidenceRun.objects.filter(selection=selection), team).filter(
+        attempt__state__in=UNFINISHED_ATTEMPT_STATES
+    )
+    return [
+        SupersededRun(
+            run.pk, _label(run), run.attempt.number, run.attempt.state, run.attempt.reason
+        )
+        for run in runs.select_related("candidate", "attempt").order_by("pk")
+    ]
 
 
 def stored_runs(*, team: Any, selection: Selection) -> tuple[list[StoredRun], int]:
@@ -95,8 +138,11 @@ def selection_evidence(
     candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
     candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
     by_id = {candidate.pk: candidate for candidate in candidates.select_related("accelerator")}
-    report = calibration_report(selection, evidence, by_id)
-    return SelectionEvidence(selection, slo, evidence, partial, report)
+    # Calibration sees measured and imported runs only, judged against a measured reference.
+    measured = [run for run in runs if not run.identity.get("simulated")]
+    report = calibration_report(selection, build_evidence(measured), by_id)
+    superseded = superseded_runs_of(team=team, selection=selection)
+    return SelectionEvidence(selection, slo, evidence, partial, report, superseded)
 
 
 def measured_by_candidate(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:

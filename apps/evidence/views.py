@@ -71,6 +71,7 @@ def selection_evidence(request: HttpRequest, selection_id: int) -> HttpResponse:
         "table": _table(evidence),
         "figures": figures,
         "definitions": DEFINITIONS,
+        "simulated_count": sum(entry.simulated for entry in evidence.candidates),
     }
     return render(request, "evidence/selection_evidence.html", context)
 

@@ -126,12 +126,22 @@ def derive_labels(probe: Mapping[str, Any], catalog: Iterable[CatalogAccelerator
     return Labels(accelerator, gpu_count, engines, simulated)
 
 
+@dataclass(frozen=True)
+class JobNeeds:
+    """What a job asks of a runner: the hardware and the engine adapter it launches."""
+
+    accelerator: str
+    gpu_count: int
+    engine: str
+
+
 def runner_queue(runner_id: int) -> str:
     return f"runner.{runner_id}"
 
 
-def pool_queue(team_id: int, accelerator: str, gpu_count: int) -> str:
-    return f"pool.{team_id}.{accelerator}.{gpu_count}"
+def pool_queue(needs: JobNeeds, *, team_id: int) -> str:
+    """One pool per (hardware, engine): only runners that have the engine consume it."""
+    return f"pool.{team_id}.{needs.accelerator}.{needs.gpu_count}.{needs.engine}"
 
 
 def pool_sizes(gpu_count: int) -> list[int]:
@@ -148,11 +158,29 @@ def runner_takes(runner_gpu_count: int, job_gpu_count: int) -> bool:
     return job_gpu_count in pool_sizes(runner_gpu_count)
 
 
+def unfit_reason(
+    labels: Labels, needs: JobNeeds, *, engine_name: str = "", accelerator_name: str = ""
+) -> str | None:
+    """Why a runner cannot take a job, in words for the plan page; None when it can."""
+    if labels.accelerator != needs.accelerator:
+        has = f" (it has {labels.accelerator})" if labels.accelerator else ""
+        return f"has no {accelerator_name or needs.accelerator}{has}"
+    if not runner_takes(labels.gpu_count, needs.gpu_count):
+        sizes = ", ".join(str(size) for size in pool_sizes(labels.gpu_count)) or "none"
+        return f"takes jobs of {sizes} GPU(s), not {needs.gpu_count}"
+    if needs.engine not in labels.engines:
+        has = ", ".join(sorted(labels.engines)) or "no engine"
+        return f"lacks {engine_name or needs.engine} (it has {has})"
+    return None
+
+
 def queues_for(*, runner_id: int, team_id: int, labels: Labels) -> list[str]:
-    """The runner's own queue and the pools of every size it can take."""
+    """The runner's own queue and the pools of every size and engine it can take."""
     queues = [runner_queue(runner_id)]
     if labels.accelerator:
         queues += [
-            pool_queue(team_id, labels.accelerator, size) for size in pool_sizes(labels.gpu_count)
+            pool_queue(JobNeeds(labels.accelerator, size, engine), team_id=team_id)
+            for engine in sorted(labels.engines)
+            for size in pool_sizes(labels.gpu_count)
         ]
     return queues

@@ -44,6 +44,7 @@ class Fleet:
     def plan(self, *, requests: int, rates: Iterable[float], max_attempts: int) -> BenchmarkPlan:
         """A fixed plan over the selection's chosen candidates, warm-up of one request."""
         options = PlanOptions(
+            run_mode="simulated",
             request_count=requests,
             load_points=tuple({"rate_rps": rate} for rate in rates),
             warmup_requests=1,

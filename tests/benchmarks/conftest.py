@@ -33,7 +33,9 @@ def sim_runner(alice, acme, rows):
 
 @pytest.fixture
 def plan(alice, acme, selection, sim_runner):
-    options = PlanOptions(request_count=20, load_points=({"rate_rps": 1.0}, {"rate_rps": 2.0}))
+    options = PlanOptions(
+        run_mode="simulated", request_count=20, load_points=({"rate_rps": 1.0}, {"rate_rps": 2.0})
+    )
     return plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=options)
 
 

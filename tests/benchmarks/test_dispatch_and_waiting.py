@@ -19,15 +19,18 @@ def broker():
     connection.close()
 
 
+DRY_RUN = PlanOptions(run_mode="simulated")
+
+
 def test_dispatch_puts_a_real_message_on_the_pool_queue_in_redis(
     alice, acme, selection, sim_runner, broker, django_capture_on_commit_callbacks
 ):
-    queue = f"pool.{acme.pk}.h100-sxm.1"
+    queue = f"pool.{acme.pk}.h100-sxm.1.simulated"
     broker.delete(queue)
     try:
         with django_capture_on_commit_callbacks(execute=True):
             plan = plan_create(
-                actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()
+                actor_user=alice, team=acme, selection_id=selection.pk, options=DRY_RUN
             )
         attempt = plan.jobs.get().attempts.get()
         assert attempt.queue == queue
@@ -44,7 +47,7 @@ def test_dispatch_puts_a_real_message_on_the_pool_queue_in_redis(
 
 
 def test_nothing_is_sent_when_the_transaction_rolls_back(alice, acme, selection, broker):
-    queue = f"pool.{acme.pk}.h100-sxm.1"
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm"
     broker.delete(queue)
     plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions())
     # The test transaction never commits, so on_commit never fires.
@@ -68,17 +71,15 @@ def test_a_job_no_runner_can_take_says_which_hardware_is_missing(alice, acme, ro
 def test_a_runner_too_small_for_the_job_does_not_count(alice, acme, rows):
     enrolled_runner(alice, acme, name="one-l40s", accelerator="l40s", gpu_count=1)
     selection = selection_with_candidates(acme, alice, rows, layouts=[("l40s", 2, "bf16")])
-    plan = plan_create(
-        actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()
-    )
-    assert plan.jobs.get().state == "waiting_for_runner"
+    plan = plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=DRY_RUN)
+    job = plan.jobs.get()
+    assert job.state == "waiting_for_runner"
+    assert "one-l40s takes jobs of 1 GPU(s), not 2" in job.state_reason
 
 
 def test_enrolling_a_fitting_runner_queues_the_waiting_job(alice, acme, rows, client):
     selection = selection_with_candidates(acme, alice, rows, layouts=[("l40s", 2, "bf16")])
-    plan = plan_create(
-        actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()
-    )
+    plan = plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=DRY_RUN)
     from apps.runners.services import enrollment_token_create
     from tests.benchmarks.factories import simulated_probe
 
@@ -89,7 +90,7 @@ def test_enrolling_a_fitting_runner_queues_the_waiting_job(alice, acme, rows, cl
         content_type="application/json",
     )
     assert response.status_code == 201
-    assert f"pool.{acme.pk}.l40s.2" in response.json()["queues"]
+    assert f"pool.{acme.pk}.l40s.2.simulated" in response.json()["queues"]
     job = plan.jobs.get()
     assert job.state == "queued"
     assert "1 runner(s) online" in job.state_reason

@@ -29,7 +29,8 @@ def test_each_chosen_candidate_becomes_a_job_under_one_identity(alice, acme, row
     assert identity["precision"] == "bf16" and identity["kv_dtype"] == "bf16"
     assert identity["workload"]["seed"] == 7
     assert identity["workload"]["arrival"] == WORKLOAD["arrival"]
-    assert identity["simulated"] is True
+    assert identity["simulated"] is False
+    assert plan.run_mode == "measured"
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert plan.identity_fingerprint == hashlib.sha256(canonical.encode()).hexdigest()
     # Default load points: half, once and twice the goal's 2 req/s.
@@ -53,7 +54,10 @@ def test_the_schedule_is_the_seeded_unit_rate_workload(alice, acme, selection):
 
 def test_the_simulated_engine_gets_the_candidates_step_cost(alice, acme, selection, rows):
     plan = plan_create(
-        actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()
+        actor_user=alice,
+        team=acme,
+        selection_id=selection.pk,
+        options=PlanOptions(run_mode="simulated"),
     )
     engine = plan.jobs.get().engine
     expected = build_step_cost(

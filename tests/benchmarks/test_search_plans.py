@@ -16,7 +16,7 @@ SEARCH = "max_rate_search"
 
 
 def search_plan(alice, acme, selection, **options: Any):
-    values = {"mode": SEARCH, "request_count": 20, **options}
+    values = {"mode": SEARCH, "run_mode": "simulated", "request_count": 20, **options}
     return plan_create(
         actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions(**values)
     )

@@ -125,6 +125,7 @@ def choose_three_engines(page, journey: Journey) -> list[str]:
 def run_the_plan(page, journey: Journey) -> BenchmarkPlan:
     page.click("#create-plan")
     fill_in(page, PLAN)
+    page.check("input[name=run_mode][value=simulated]")  # the runners here are simulated
     page.click("#plan-form button[type=submit]")
     page.wait_for_selector("tr[data-job] [data-field=state]")
     journey.shot("plan-running")
@@ -162,6 +163,8 @@ def write_and_propose(page, journey: Journey, selection: Selection, engines: lis
     page.click("#save-record")
     page.wait_for_selector("#propose-record")
     journey.shot("decision-draft")
+    assert "simulated" in page.locator("#evidence-banner").inner_text()
+    page.check("#simulation-only")
     page.click("#propose-record")
     assert page.locator("#record-status").inner_text() == "Proposed"
     journey.shot("decision-proposed")

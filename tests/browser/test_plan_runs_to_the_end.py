@@ -18,6 +18,7 @@ def test_a_plan_made_in_the_browser_runs_to_the_end(page, alice, acme, runners):
     page.fill("#id_load_levels", "2, 4")
     page.fill("#id_request_count", "8")
     page.fill("#id_warmup_requests", "1")
+    page.check("input[name=run_mode][value=simulated]")
     page.click("#plan-form button[type=submit]")
 
     state = page.locator("tr[data-job] [data-field=state]")

@@ -37,7 +37,9 @@ def test_the_plan_page_shows_progress_live_and_cancel_asks_first(page, alice, ac
             actor_user=alice,
             team=acme,
             selection_id=selection.pk,
-            options=PlanOptions(request_count=10, load_points=({"rate_rps": 1.0},)),
+            options=PlanOptions(
+                run_mode="simulated", request_count=10, load_points=({"rate_rps": 1.0},)
+            ),
         )
     attempt = plan.jobs.get().attempts.get()
     api = RunnerClient(credential)

@@ -79,9 +79,14 @@ def draft(user: Any, team: Any, selection: Selection, **extra: Any) -> DecisionR
     )
 
 
-def accepted(author: Any, approver: Any, team: Any, selection: Selection) -> DecisionRecord:
+def accepted(
+    author: Any, approver: Any, team: Any, selection: Selection, *, simulation_only: bool = False
+) -> DecisionRecord:
+    """Proposed and accepted; `simulation_only` for a record on a dry run's evidence."""
     record = draft(author, team, selection)
-    services.record_propose(actor_user=author, team=team, record_id=record.pk)
+    services.record_propose(
+        actor_user=author, team=team, record_id=record.pk, simulation_only=simulation_only
+    )
     return services.record_accept(actor_user=approver, team=team, record_id=record.pk)
 
 

@@ -76,6 +76,7 @@ EVIDENCE = [
         "run_id": 8,
         "candidate_key": "A",
         "source": "runner",
+        "mode": "measured",
         "tool": "stackselect-harness",
         "tool_version": "0.1",
         "identity_fingerprint": "ab" * 32,
@@ -152,3 +153,15 @@ def test_the_front_matter_names_status_date_deciders_and_supersedes(record):
     assert 'date: "2026-02-03"' in front
     assert 'deciders: ["alice", "bob"]' in front
     assert 'supersedes: "DR-6"' in front
+
+
+def test_a_simulation_only_record_says_so_in_its_title_and_front_matter(record):
+    record.evidence = [{**EVIDENCE[0], "mode": "simulated"}]
+    record.simulation_only = True
+    markdown = record_markdown(record)
+    front = markdown.split("---")[1]
+    assert 'title: "Serve the chat assistant on vLLM (simulation only)"' in front
+    assert 'evidence: "simulated"' in front and "simulation_only: true" in front
+    assert "# DR-7: Serve the chat assistant on vLLM (simulation only)" in markdown
+    assert "> **Evidence: simulated.** The evidence is simulated only" in markdown
+    assert "- Evidence: simulated" in markdown

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import transaction
 
+from apps.benchmarks.choices import RunMode
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload
 from apps.benchmarks.plan_identity import (
     PlanOptions,
@@ -32,9 +33,16 @@ __all__ = [
 
 
 def plan_for(
-    selection: Selection, *, load_points: list[dict[str, Any]], request_count: int = 20
+    selection: Selection,
+    *,
+    load_points: list[dict[str, Any]],
+    request_count: int = 20,
+    run_mode: str = RunMode.MEASURED,
 ) -> BenchmarkPlan:
-    options = PlanOptions(request_count=request_count, load_points=tuple(load_points))
+    """A plan measured on the stacks' engines, or a dry run with `run_mode="simulated"`."""
+    options = PlanOptions(
+        run_mode=run_mode, request_count=request_count, load_points=tuple(load_points)
+    )
     points = normalise_load_points(load_points)
     identity = build_identity(
         model={
@@ -48,12 +56,13 @@ def plan_for(
         options=options,
         load_points=points,
         search=None,
-        simulated=True,
+        simulated=run_mode == RunMode.SIMULATED,
     )
     return BenchmarkPlan.objects.create(
         team=selection.team,
         selection=selection,
         title="plan",
+        run_mode=options.run_mode,
         identity=identity,
         identity_fingerprint=identity_fingerprint(identity),
         load_points=points,
@@ -67,7 +76,7 @@ def attempt_for(plan: BenchmarkPlan, candidate: Any, number: int = 1) -> JobAtte
         team=plan.team,
         candidate=candidate,
         stack=candidate.stack,
-        engine={"adapter": "simulated"},
+        engine={"adapter": "simulated" if plan.simulated else candidate.stack["engine"]},
         accelerator=candidate.stack["accelerator"],
         gpu_count=candidate.stack["gpu_count"],
     )

@@ -249,6 +249,50 @@ def test_inference_perf_itl_comes_from_chunk_times_not_client_tokens(inference_p
     assert frame.loc[0, "itl_s"] == pytest.approx(np.diff(first["chunk_times"]).tolist())
 
 
+def _without_server_usage(per_request, *, short: int) -> list[dict[str, Any]]:
+    """The real per-request file as a server that reports no usage leaves it: no server_usage,
+    and for request `short` a client re-tokenised count two below its streamed chunks."""
+    requests = json.loads(json.dumps(per_request))
+    for request in requests:
+        del request["info"]["response_metrics"]["server_usage"]
+    response = requests[short]["info"]["response_metrics"]
+    response["output_tokens"] = len(response["chunk_times"]) - 2
+    return requests
+
+
+def test_inference_perf_without_server_usage_imports_and_says_what_it_corrected(
+    inference_perf_files,
+):
+    summary, per_request = inference_perf_files
+    requests = _without_server_usage(per_request, short=15)
+    chunks = len(requests[15]["info"]["response_metrics"]["chunk_times"])
+
+    run = import_ip((summary, requests))
+
+    frame = run.load_points[0].records
+    assert len(frame) == REQUESTS
+    assert frame.loc[15, "output_tokens"] == chunks  # raised to the chunk count
+    client = requests[0]["info"]["response_metrics"]["output_tokens"]
+    assert frame.loc[0, "output_tokens"] == client  # the client's count where it fits
+    assert f"{REQUESTS} of {REQUESTS} request(s) had no server usage" in " ".join(run.notes)
+    assert "1 of those counted fewer output tokens than streamed chunks" in " ".join(run.notes)
+
+
+def test_inference_perf_still_refuses_a_server_count_below_the_chunks(inference_perf_files):
+    summary, per_request = inference_perf_files
+    requests = json.loads(json.dumps(per_request))
+    response = requests[3]["info"]["response_metrics"]
+    response["server_usage"]["completion_tokens"] = len(response["chunk_times"]) - 2
+
+    with pytest.raises(ValueError, match="output_tokens: is less than len"):
+        import_ip((summary, requests))
+
+
+def test_inference_perf_with_server_usage_adds_no_correction_note(inference_perf_files):
+    notes = " ".join(import_ip(inference_perf_files).notes)
+    assert "no server usage" not in notes and "raised" not in notes
+
+
 def test_inference_perf_without_per_request_timings_is_refused():
     with pytest.raises(ValueError, match="inference-perf request: missing 'end_time'"):
         import_inference_perf(

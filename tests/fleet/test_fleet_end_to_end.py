@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 def _plan(alice, acme, selection, *, requests: int, rates: tuple[float, ...]):
     options = PlanOptions(
+        run_mode="simulated",
         request_count=requests,
         load_points=tuple({"rate_rps": rate} for rate in rates),
         warmup_requests=1,

@@ -13,6 +13,9 @@ from apps.benchmarks.choices import AttemptState, JobState
 from apps.benchmarks.models import ResultUpload
 from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
+from apps.decisions.export import record_markdown
+from apps.decisions.services import DecisionText, record_accept, record_create, record_propose
+from tests.decisions.factories import make_approver
 from tests.fleet.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -21,7 +24,7 @@ OUTPUT_TOKENS = 16
 
 
 def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
-    alice, acme, llama_selection, runners, pinned_cpus
+    alice, bob, acme, llama_selection, runners, pinned_cpus
 ):
     runner = runners("llama-a")
     options = PlanOptions(
@@ -59,3 +62,22 @@ def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
     # min_tokens pins the output length; the counts are the server's own usage figures.
     assert {record["output_tokens"] for record in records} == {OUTPUT_TOKENS}
     assert all(record["ttft_s"] > 0 and len(record["itl_s"]) >= 1 for record in records)
+
+    # The measured run carries the decision: accepted without "simulation only", and its
+    # record says so on the page's data, in the API and in the Markdown front matter.
+    candidate = llama_selection.candidates.get()
+    record = record_create(
+        actor_user=alice,
+        team=acme,
+        selection_id=llama_selection.pk,
+        text=DecisionText(
+            title="Serve Gemma on llama.cpp",
+            chosen_candidate_id=candidate.pk,
+            rationale="Measured on the real engine.",
+        ),
+    )
+    assert [entry["mode"] for entry in record.evidence] == ["measured"]
+    record_propose(actor_user=alice, team=acme, record_id=record.pk)
+    record = record_accept(actor_user=make_approver(bob, acme), team=acme, record_id=record.pk)
+    assert (record.status, record.evidence_kind) == ("accepted", "measured")
+    assert 'evidence: "measured"' in record_markdown(record).split("---")[1]

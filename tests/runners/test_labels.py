@@ -6,10 +6,12 @@ import pytest
 
 from apps.runners.labels import (
     CatalogAccelerator,
+    JobNeeds,
     derive_labels,
     match_accelerator,
     pool_sizes,
     queues_for,
+    unfit_reason,
     validate_probe,
 )
 
@@ -100,10 +102,28 @@ def test_a_runner_takes_pools_of_powers_of_two_up_to_its_count_and_its_own_count
     assert pool_sizes(0) == []
 
 
-def test_queues_are_the_runner_queue_then_its_pools():
-    labels = derive_labels(validate_probe({"gpus": [{"name": "NVIDIA L40S"}] * 2}), CATALOG)
+def test_queues_are_the_runner_queue_then_a_pool_per_engine_and_size():
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": {"vllm": "0.8.0", "simulated": "1"}}
+    labels = derive_labels(validate_probe(probe), CATALOG)
     assert queues_for(runner_id=7, team_id=3, labels=labels) == [
         "runner.7",
-        "pool.3.l40s.1",
-        "pool.3.l40s.2",
+        "pool.3.l40s.1.simulated",
+        "pool.3.l40s.2.simulated",
+        "pool.3.l40s.1.vllm",
+        "pool.3.l40s.2.vllm",
     ]
+
+
+def test_a_runner_without_the_engine_or_enough_gpus_says_why_it_does_not_fit():
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": {"simulated": "1"}}
+    labels = derive_labels(validate_probe(probe), CATALOG)
+    assert unfit_reason(labels, JobNeeds("l40s", 2, "simulated")) is None
+    assert unfit_reason(labels, JobNeeds("l40s", 2, "sglang"), engine_name="SGLang") == (
+        "lacks SGLang (it has simulated)"
+    )
+    assert unfit_reason(labels, JobNeeds("l40s", 4, "simulated")) == (
+        "takes jobs of 1, 2 GPU(s), not 4"
+    )
+    assert unfit_reason(labels, JobNeeds("h100-sxm", 1, "simulated")) == (
+        "has no h100-sxm (it has l40s)"
+    )

@@ -13,8 +13,8 @@ def test_a_new_probe_rederives_the_labels_and_queues(sim_runner, acme):
     assert response.status_code == 200
     assert response.json()["queues"] == [
         f"runner.{runner.pk}",
-        f"pool.{acme.pk}.l40s.1",
-        f"pool.{acme.pk}.l40s.2",
+        f"pool.{acme.pk}.l40s.1.simulated",
+        f"pool.{acme.pk}.l40s.2.simulated",
     ]
     runner.refresh_from_db()
     assert (runner.accelerator, runner.gpu_count) == ("l40s", 2)

@@ -86,7 +86,7 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
         actor_user=alice, selection=selection, name=MARKERS["trace"], content=TRACE_CSV, apply=False
     )
     runner, credential = enrolled_runner(alice, acme, name=MARKERS["runner"])
-    options = PlanOptions(request_count=4, load_points=({"rate_rps": 1.0},))
+    options = PlanOptions(run_mode="simulated", request_count=4, load_points=({"rate_rps": 1.0},))
     plan = plan_create(
         actor_user=alice,
         team=acme,
@@ -96,7 +96,7 @@ def build_alice_world(*, alice: Any, bob_approver: Any, acme: Any) -> AliceWorld
     )
     attempt = JobAttempt.objects.filter(job__plan=plan).order_by("pk").first()
     _run_attempt(RunnerClient(credential), attempt.pk)
-    record = accepted(alice, bob_approver, acme, selection)
+    record = accepted(alice, bob_approver, acme, selection, simulation_only=True)
     DecisionRecord.objects.filter(pk=record.pk).update(title=MARKERS["decision"])
     trigger = RetestTrigger.objects.create(
         record=record, kind="engine_major", key="isolation", reason=MARKERS["trigger"]

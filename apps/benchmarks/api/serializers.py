@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.benchmarks.choices import PlanMode
+from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 from apps.benchmarks.plan_identity import DEFAULT_MAX_PROBES, MAX_LOAD_POINTS, MAX_REQUEST_COUNT
 
@@ -25,6 +25,13 @@ class AttemptSerializer(serializers.ModelSerializer):
 
 class JobSerializer(serializers.ModelSerializer):
     attempts = AttemptSerializer(many=True, read_only=True)
+    mode = serializers.ChoiceField(
+        source="plan.run_mode",
+        choices=RunMode.choices,
+        read_only=True,
+        help_text="measured: the stack's own engine; simulated: a dry run on the simulator.",
+    )
+    engine_adapter = serializers.SerializerMethodField(help_text="The adapter the runner runs.")
 
     class Meta:
         model = BenchmarkJob
@@ -32,7 +39,9 @@ class JobSerializer(serializers.ModelSerializer):
             "id",
             "plan",
             "candidate",
+            "mode",
             "stack",
+            "engine_adapter",
             "accelerator",
             "gpu_count",
             "state",
@@ -45,9 +54,14 @@ class JobSerializer(serializers.ModelSerializer):
             "attempts",
         ]
 
+    def get_engine_adapter(self, job: BenchmarkJob) -> str | None:
+        return job.engine.get("adapter")
+
 
 class PlanSerializer(serializers.ModelSerializer):
     jobs = JobSerializer(many=True, read_only=True)
+    mode = serializers.ChoiceField(source="run_mode", choices=RunMode.choices, read_only=True)
+    load_mode = serializers.ChoiceField(source="mode", choices=PlanMode.choices, read_only=True)
 
     class Meta:
         model = BenchmarkPlan
@@ -56,6 +70,7 @@ class PlanSerializer(serializers.ModelSerializer):
             "title",
             "selection",
             "mode",
+            "load_mode",
             "state",
             "identity",
             "identity_fingerprint",
@@ -74,11 +89,16 @@ class LoadPointIn(serializers.Serializer):
 
 
 class PlanCreateIn(serializers.Serializer):
-    """Defaults follow the plan form; empty load_points means half, once and twice the goal."""
+    """Defaults follow the plan form; empty load_points means half, once and twice the goal.
+
+    `mode` is measured (the stacks' own engines, the default) or simulated (a dry run);
+    `load_mode` is fixed load points or a max-rate search.
+    """
 
     selection = serializers.IntegerField()
     title = serializers.CharField(required=False, allow_blank=True, default="")
-    mode = serializers.ChoiceField(choices=PlanMode.choices, default=PlanMode.FIXED)
+    mode = serializers.ChoiceField(choices=RunMode.choices, default=RunMode.MEASURED)
+    load_mode = serializers.ChoiceField(choices=PlanMode.choices, default=PlanMode.FIXED)
     load_points = LoadPointIn(many=True, required=False, default=list)
     request_count = serializers.IntegerField(min_value=1, max_value=MAX_REQUEST_COUNT, default=200)
     seed = serializers.IntegerField(min_value=0, default=0)
@@ -91,3 +111,20 @@ class PlanCreateIn(serializers.Serializer):
     max_probes = serializers.IntegerField(
         min_value=1, max_value=MAX_LOAD_POINTS, default=DEFAULT_MAX_PROBES
     )
+
+    def to_internal_value(self, data):
+        """A load mode sent as `mode` (the field's old meaning) is named, not just refused."""
+        mode = data.get("mode") if hasattr(data, "get") else None
+        if mode in PlanMode.values:
+            raise serializers.ValidationError(
+                {"mode": f"mode is measured or simulated; send {mode!r} as load_mode."}
+            )
+        return super().to_internal_value(data)
+
+    def plan_options(self) -> dict:
+        """The validated values as PlanOptions keywords (mode -> run_mode, load_mode -> mode)."""
+        values = dict(self.validated_data)
+        del values["selection"], values["title"]
+        values["run_mode"], values["mode"] = values.pop("mode"), values.pop("load_mode")
+        values["load_points"] = tuple(dict(point) for point in values["load_points"])
+        return values

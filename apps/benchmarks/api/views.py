@@ -31,19 +31,16 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def create(self, request: Request, *args, **kwargs) -> Response:
         data = PlanCreateIn(data=request.data)
         data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        selection_id, title = values.pop("selection"), values.pop("title")
-        values["load_points"] = tuple(dict(point) for point in values["load_points"])
         try:
-            options = PlanOptions(**values)
+            options = PlanOptions(**data.plan_options())
         except ValueError as error:
             raise ValidationError(str(error)) from error
         plan = services.plan_create(
             actor_user=request.user,
             team=request_team(request),
-            selection_id=selection_id,
+            selection_id=data.validated_data["selection"],
             options=options,
-            title=title,
+            title=data.validated_data["title"],
         )
         return Response(PlanSerializer(plan).data, status=status.HTTP_201_CREATED)
 

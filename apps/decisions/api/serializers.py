@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.decisions.choices import DEFAULT_REVALIDATE_AFTER_DAYS, TriggerKind
+from apps.decisions.evidence_kind import EvidenceKind
 from apps.decisions.models import DecisionRecord, RetestTrigger
 from apps.decisions.services import MAX_REVALIDATE_DAYS
 
@@ -34,6 +35,11 @@ class _RecordBase(serializers.ModelSerializer):
     superseded_by = serializers.SlugRelatedField(
         slug_field="number", read_only=True, allow_null=True
     )
+    evidence_kind = serializers.ChoiceField(
+        choices=EvidenceKind.choices,
+        read_only=True,
+        help_text="What the evidence is: measured, simulated, mixed, imported (or none).",
+    )
 
 
 SUMMARY_FIELDS = [
@@ -55,6 +61,8 @@ SUMMARY_FIELDS = [
     "superseded_by",
     "retest_needed",
     "retest_needed_at",
+    "evidence_kind",
+    "simulation_only",
 ]
 
 
@@ -124,6 +132,14 @@ class RecordCreateIn(RecordTextIn):
 class RecordUpdateIn(RecordTextIn):
     refresh = serializers.BooleanField(
         default=False, help_text="Re-read the goal, candidates and evidence from the selection."
+    )
+
+
+class ProposeIn(serializers.Serializer):
+    simulation_only = serializers.BooleanField(
+        default=False,
+        help_text="Own up to evidence that is only simulated: without it, such a record "
+        "cannot be accepted.",
     )
 
 

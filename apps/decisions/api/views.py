@@ -15,6 +15,7 @@ from apps.accounts.permissions import TeamRolePermission
 from apps.core.request_context import request_team
 from apps.decisions import selectors, services
 from apps.decisions.api.serializers import (
+    ProposeIn,
     ReasonIn,
     RecordCreateIn,
     RecordSerializer,
@@ -83,11 +84,14 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         )
         return self._answer(record)
 
-    @extend_schema(request=None, responses=RecordSerializer)
+    @extend_schema(request=ProposeIn, responses=RecordSerializer)
     @action(detail=True, methods=["post"])
     def propose(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_propose(
-            actor_user=request.user, team=request_team(request), record_id=int(pk)
+            actor_user=request.user,
+            team=request_team(request),
+            record_id=int(pk),
+            simulation_only=_valid(ProposeIn, request)["simulation_only"],
         )
         return self._answer(record)
 

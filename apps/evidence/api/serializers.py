@@ -45,6 +45,7 @@ def _candidate(entry: CandidateEvidence) -> dict[str, Any]:
         "key": entry.key,
         "label": entry.label,
         "candidate_id": entry.candidate_id,
+        "mode": entry.mode,
         "sources": entry.sources,
         "tools": entry.tools,
         "runs": entry.run_ids,
@@ -76,6 +77,7 @@ def evidence_body(evidence: SelectionEvidence) -> dict[str, Any]:
         "partial_load_points": evidence.partial_load_points,
         "candidates": [_candidate(entry) for entry in evidence.candidates],
         "calibration": _calibration(evidence.calibration),
+        "superseded": [asdict(run) for run in evidence.superseded],
     }
 
 
@@ -120,6 +122,9 @@ class _CandidateOut(serializers.Serializer):
     key = serializers.CharField(help_text="The identity fingerprint (sha256).")
     label = serializers.CharField()
     candidate_id = serializers.IntegerField(allow_null=True)
+    mode = serializers.ChoiceField(
+        choices=["measured", "simulated"], help_text="simulated: a dry run on the simulator."
+    )
     sources = serializers.ListField(child=serializers.CharField())
     tools = serializers.ListField(child=serializers.CharField())
     runs = serializers.ListField(child=serializers.IntegerField())
@@ -138,6 +143,10 @@ class EvidenceOut(serializers.Serializer):
     partial_load_points = serializers.IntegerField()
     candidates = _CandidateOut(many=True)
     calibration = serializers.JSONField()
+    superseded = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="Runs of attempts that did not finish: kept apart, never counted as runs.",
+    )
 
 
 class ImportIn(serializers.Serializer):
@@ -176,6 +185,12 @@ FILE_ROLES = ("result", "report", "summary", "records", "per_request")
 
 
 class RunOut(serializers.ModelSerializer):
+    mode = serializers.ChoiceField(
+        choices=["measured", "simulated"],
+        read_only=True,
+        help_text="simulated: a dry run on the simulated engine; no real engine ran.",
+    )
+
     class Meta:
         model = EvidenceRun
         fields = [
@@ -183,6 +198,7 @@ class RunOut(serializers.ModelSerializer):
             "selection",
             "candidate",
             "source",
+            "mode",
             "tool",
             "tool_version",
             "identity",

@@ -8,6 +8,7 @@ the load stage, so the caller passes them (one stage per import).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,50 @@ def _error(failure: Any) -> str | None:
     return error_text(str(failure))
 
 
-def _add_request(builder: RecordBuilder, request: Mapping[str, Any], send_s: float) -> None:
+@dataclass
+class _Counts:
+    """How many requests lacked the server's usage, and how many of those were corrected."""
+
+    without_usage: int = 0
+    raised: int = 0
+
+    def notes(self, requests: int) -> list[str]:
+        notes = []
+        if self.without_usage:
+            notes.append(
+                f"{self.without_usage} of {requests} request(s) had no server usage: their token "
+                "counts are inference-perf's client re-tokenisation, which is approximate."
+            )
+        if self.raised:
+            notes.append(
+                f"{self.raised} of those counted fewer output tokens than streamed chunks; their "
+                "output_tokens were raised to the chunk count, a lower bound (every streamed "
+                "chunk carries at least one token)."
+            )
+        return notes
+
+
+def _output_tokens(
+    usage: Mapping[str, Any], response: Mapping[str, Any], chunks: int, counts: _Counts
+) -> int:
+    """The server's completion tokens; else the client's count, never below the chunk count.
+
+    A server count below the chunk count contradicts the timings and is left for the schema to
+    refuse; a client count there is only a re-tokenisation that merged tokens.
+    """
+    if usage.get("completion_tokens") is not None:
+        return int(usage["completion_tokens"])
+    counts.without_usage += 1
+    client = int(response.get("output_tokens") or 0)
+    if client < chunks:
+        counts.raised += 1
+        return chunks
+    return client
+
+
+def _add_request(
+    builder: RecordBuilder, request: Mapping[str, Any], send_s: float, counts: _Counts
+) -> None:
     start = float(require(request, "start_time", "inference-perf request"))
     end = float(require(request, "end_time", "inference-perf request"))
     info = request.get("info") or {}
@@ -55,7 +99,7 @@ def _add_request(builder: RecordBuilder, request: Mapping[str, Any], send_s: flo
         itl_s=np.diff(chunk_times).tolist() if streamed else None,
         e2e_s=end - start,
         input_tokens=int(usage.get("prompt_tokens") or info.get("input_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or response.get("output_tokens") or 0),
+        output_tokens=_output_tokens(usage, response, len(chunk_times) if streamed else 0, counts),
         error=error,
     )
 
@@ -72,13 +116,13 @@ def import_inference_perf(
     """Map one single-stage inference-perf run; `load_point` is the stage that was run."""
     duration = float(require(summary, "benchmark_time_seconds", "inference-perf summary"))
     starts = [require(request, "start_time", "inference-perf request") for request in per_request]
-    builder = RecordBuilder()
+    builder, counts = RecordBuilder(), _Counts()
     for request, send_s in zip(per_request, offsets_from_first(starts), strict=True):
-        _add_request(builder, request, send_s)
+        _add_request(builder, request, send_s, counts)
     return ImportedRun(
         identity={"harness_tool": TOOL, "harness_version": tool_version},
         load_points=[builder.samples(load_point, duration, multi_token_chunks=True)],
-        notes=list(NOTES),
+        notes=[*NOTES, *counts.notes(len(per_request))],
         requested_isl=requested_isl,
         requested_osl=requested_osl,
     )

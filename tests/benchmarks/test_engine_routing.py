@@ -1,0 +1,145 @@
+"""Engine-aware dispatch: a job reaches only runners whose probe reports its engine.
+
+A measured plan for an engine no runner has waits, saying which runners there are and what
+each lacks; it never falls back to the simulated engine. Messages go through the real Redis
+broker, and runners enroll and claim through the real runner API.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from apps.benchmarks.plan_identity import PlanOptions
+from apps.benchmarks.services import plan_create
+from apps.runners.models import Runner
+from apps.runners.services import enrollment_token_create
+from tests.benchmarks.factories import RunnerClient, simulated_probe
+
+pytestmark = pytest.mark.django_db
+ENROLL = "/api/runner/v1/enroll"
+NEEDS = "vLLM on 1 x NVIDIA H100 SXM (h100-sxm)"
+
+
+@pytest.fixture
+def broker():
+    connection = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    yield connection
+    connection.close()
+
+
+def _enroll(client, alice, acme, name: str, engines: dict[str, str]):
+    """Enroll through the runner API; returns (runner, its API client, its queues)."""
+    _, token = enrollment_token_create(actor_user=alice, team=acme)
+    probe = {**simulated_probe(), "engines": engines}
+    response = client.post(
+        ENROLL, data={"token": token, "name": name, "probe": probe}, content_type="application/json"
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    return (
+        Runner.objects.get(pk=body["runner_id"]),
+        RunnerClient(body["credential"]),
+        body["queues"],
+    )
+
+
+def _measured_plan(alice, acme, selection, capture):
+    with capture(execute=True):
+        return plan_create(
+            actor_user=alice,
+            team=acme,
+            selection_id=selection.pk,
+            options=PlanOptions(request_count=4, load_points=({"rate_rps": 1.0},)),
+        )
+
+
+def test_a_job_for_an_engine_no_runner_has_waits_with_why_and_never_runs_simulated(
+    alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
+):
+    _, sim_api, sim_queues = _enroll(client, alice, acme, "sim-1", {"simulated": "0.1.0"})
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm"
+    broker.delete(queue)
+    try:
+        plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+        job = plan.jobs.get()
+        attempt = job.attempts.get()
+        assert job.state == "waiting_for_runner"
+        assert f"No online runner has {NEEDS}." in job.state_reason
+        assert "sim-1 lacks vLLM (it has simulated)" in job.state_reason
+        page = alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
+        assert f"No online runner has {NEEDS}." in page
+        # The message waits on the vLLM pool, which the simulated runner does not consume.
+        assert attempt.queue == queue and queue not in sim_queues
+        messages = [json.loads(raw) for raw in broker.lrange(queue, 0, -1)]
+        assert [message["headers"]["task"] for message in messages] == [
+            "stackselect.runner.run_attempt"
+        ]
+        # Even a runner that reaches the attempt some other way cannot take it.
+        refused = sim_api.post(f"attempts/{attempt.pk}/claim")
+        assert refused.status_code == 403 and "vllm on 1 x h100-sxm" in refused.json()["detail"]
+        attempt.refresh_from_db()
+        assert (attempt.state, attempt.runner_id) == ("dispatched", None)
+        assert job.engine["adapter"] == "vllm"
+    finally:
+        broker.delete(queue)
+
+
+def test_the_job_runs_on_a_runner_that_has_the_engine_once_it_enrolls(
+    alice, acme, selection, client, broker, django_capture_on_commit_callbacks
+):
+    _enroll(client, alice, acme, "sim-1", {"simulated": "0.1.0"})
+    plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+    job = plan.jobs.get()
+    broker.delete(job.attempts.get().queue)
+    assert job.state == "waiting_for_runner"
+    gpu, gpu_api, gpu_queues = _enroll(
+        client, alice, acme, "gpu-1", {"vllm": "0.8.0", "simulated": "0.1.0"}
+    )
+    job.refresh_from_db()
+    assert job.state == "queued"
+    assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-1."
+    attempt = job.attempts.get()
+    assert attempt.queue in gpu_queues
+    claim = gpu_api.post(f"attempts/{attempt.pk}/claim")
+    assert claim.status_code == 200, claim.content
+    assert claim.json()["engine"]["adapter"] == "vllm"
+    attempt.refresh_from_db()
+    assert attempt.runner_id == gpu.pk
+
+
+def test_a_job_whose_only_fitting_runner_is_offline_says_so(
+    alice, acme, selection, client, django_capture_on_commit_callbacks
+):
+    gpu, _, _ = _enroll(client, alice, acme, "gpu-1", {"vllm": "0.8.0"})
+    Runner.objects.filter(pk=gpu.pk).update(last_heartbeat_at=timezone.now() - timedelta(hours=1))
+    plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+    job = plan.jobs.get()
+    assert job.state == "waiting_for_runner"
+    assert job.state_reason == (
+        f"No online runner has {NEEDS}: the runners that would qualify are offline: gpu-1."
+    )
+
+
+def test_a_dry_run_goes_only_to_runners_that_offer_the_simulated_engine(
+    alice, acme, selection, client, broker, django_capture_on_commit_callbacks
+):
+    _enroll(client, alice, acme, "gpu-1", {"vllm": "0.8.0"})
+    with django_capture_on_commit_callbacks(execute=True):
+        plan = plan_create(
+            actor_user=alice,
+            team=acme,
+            selection_id=selection.pk,
+            options=PlanOptions(run_mode="simulated", request_count=4),
+        )
+    job = plan.jobs.get()
+    assert job.state == "waiting_for_runner"
+    assert "gpu-1 lacks the simulated engine (it has vllm)" in job.state_reason
+    queue = job.attempts.get().queue
+    broker.delete(queue)
+    assert queue == f"pool.{acme.pk}.h100-sxm.1.simulated"
