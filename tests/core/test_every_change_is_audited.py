@@ -121,7 +121,7 @@ def _walk(alice, bob, charlie, acme) -> None:
     )
     runner, credential = enrolled_runner(alice, acme, name="walker")
     runners.runner_probe(runner=runner, probe=runner.probe)
-    options = PlanOptions(request_count=4, load_points=({"rate_rps": 1.0},))
+    options = PlanOptions(run_mode="simulated", request_count=4, load_points=({"rate_rps": 1.0},))
     plan = benchmarks.plan_create(
         actor_user=alice, team=acme, selection_id=selection.pk, options=options, title="walk"
     )
@@ -153,7 +153,7 @@ def _walk(alice, bob, charlie, acme) -> None:
     )
     assert imported.status_code == 201, imported.content
 
-    record = accepted(alice, approver, acme, selection)
+    record = accepted(alice, approver, acme, selection, simulation_only=True)
     newer = decisions.record_supersede(actor_user=alice, team=acme, record_id=record.pk)
     decisions.record_update(
         actor_user=alice, team=acme, record_id=newer.pk, text=text_for(selection, title="Walk 2")
