@@ -182,6 +182,8 @@ SPECTACULAR_SETTINGS = {
         "DecisionStatusEnum": "apps.decisions.choices.DecisionStatus",
         "TriggerKindEnum": "apps.decisions.choices.TriggerKind",
         "RunnerStateEnum": "apps.runners.choices.RunnerState",
+        "RunModeEnum": "apps.benchmarks.choices.RunMode",
+        "LoadModeEnum": "apps.benchmarks.choices.PlanMode",
     },
 }
 

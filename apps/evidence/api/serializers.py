@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.benchmarks.choices import RunMode
 from apps.evidence.calibration_report import CalibrationReport
 from apps.evidence.comparison import METRIC_NAMES, CandidateEvidence, Cell, PointEvidence
 from apps.evidence.definitions import DEFINITIONS
@@ -123,7 +124,7 @@ class _CandidateOut(serializers.Serializer):
     label = serializers.CharField()
     candidate_id = serializers.IntegerField(allow_null=True)
     mode = serializers.ChoiceField(
-        choices=["measured", "simulated"], help_text="simulated: a dry run on the simulator."
+        choices=RunMode.choices, help_text="simulated: a dry run on the simulator."
     )
     sources = serializers.ListField(child=serializers.CharField())
     tools = serializers.ListField(child=serializers.CharField())
@@ -186,7 +187,7 @@ FILE_ROLES = ("result", "report", "summary", "records", "per_request")
 
 class RunOut(serializers.ModelSerializer):
     mode = serializers.ChoiceField(
-        choices=["measured", "simulated"],
+        choices=RunMode.choices,
         read_only=True,
         help_text="simulated: a dry run on the simulated engine; no real engine ran.",
     )
