@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from apps.core.errors import ConflictError
+from apps.core.parsers import InvalidBody
 
 logger = logging.getLogger(__name__)
 
@@ -35,4 +36,18 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, exceptions.APIException):
+        _add_code(response, exc)
+    return response
+
+
+def _add_code(response: Response, exc: exceptions.APIException) -> None:
+    """Every error body of one message is {detail, code}; a refused body also names its field."""
+    data = response.data
+    if not isinstance(data, dict) or set(data) != {"detail"}:
+        return  # field errors: {field: [messages]}
+    codes = exc.get_codes()
+    data["code"] = codes if isinstance(codes, str) else exc.default_code
+    if isinstance(exc, InvalidBody):
+        data["field"] = exc.field
