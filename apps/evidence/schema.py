@@ -272,6 +272,7 @@ def _cross_checks(
     *,
     duration_s: float,
     multi_token_chunks: bool,
+    strict_failures: bool,
 ) -> None:
     """Rules between fields: the timings and token counts must tell one consistent story."""
     ok = frame["error"].isna().to_numpy()
@@ -291,9 +292,9 @@ def _cross_checks(
         rule = "disagrees with len(itl_s) + 1 streamed tokens"
     errors.where("output_tokens", rule, disagree)
     errors.where("index", "duplicate index", frame["index"].duplicated(keep="first").to_numpy())
-    _timing_checks(frame, gap_sums, errors, streamed=streamed & ~np.isnan(e2e))
+    _timing_checks(frame, gap_sums, errors, streamed=streamed & ~np.isnan(e2e) & ~(ttft > e2e))
     _window_checks(frame, errors, duration_s=duration_s)
-    _status_checks(frame, errors)
+    _status_checks(frame, errors, strict=strict_failures)
 
 
 def _timing_checks(
@@ -332,13 +333,17 @@ def _window_checks(frame: pd.DataFrame, errors: _Collector, *, duration_s: float
     errors.where("e2e_s", f"ends after the end of {where}", send + e2e > end)
 
 
-def _status_checks(frame: pd.DataFrame, errors: _Collector) -> None:
-    """An HTTP error status is a failed request: it has an error and no tokens or timings."""
+def _status_checks(frame: pd.DataFrame, errors: _Collector, *, strict: bool) -> None:
+    """An HTTP error status is a failed request: it has an error, and (`strict`: the runner,
+    which stops reading at a non-2xx answer) no tokens or timings. Tools such as AIPerf time
+    their failed requests too, so their imports are not strict."""
     status = frame["status"].to_numpy()
     refused = ~np.isnan(status) & ((status < 200) | (status > 299))
     errors.where(
         "error", "required when status is not 2xx", refused & frame["error"].isna().to_numpy()
     )
+    if not strict:
+        return
     errors.where(
         "output_tokens",
         "must be 0 when status is not 2xx",
@@ -372,6 +377,7 @@ def _build_frame(
     *,
     duration_s: float,
     multi_token_chunks: bool,
+    strict_failures: bool,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     counts, gaps = _gaps(_column(records, "itl_s"), errors)
     data: dict[str, Any] = {}
@@ -406,6 +412,7 @@ def _build_frame(
         errors,
         duration_s=duration_s,
         multi_token_chunks=multi_token_chunks,
+        strict_failures=strict_failures,
     )
     types = {"index": "int64", "input_tokens": "int64", "output_tokens": "int64", "status": "Int64"}
     return frame.astype(types), gaps
@@ -417,11 +424,13 @@ def samples_from_records(
     duration_s: float,
     *,
     multi_token_chunks: bool = False,
+    strict_failures: bool = False,
 ) -> LoadPointSamples:
     """Validate records and return them typed, or raise UploadError listing every fault.
 
     `multi_token_chunks` relaxes the token check for tools whose engines stream several
-    tokens per chunk (then only more chunks than tokens is impossible).
+    tokens per chunk (then only more chunks than tokens is impossible); `strict_failures`
+    refuses tokens and timings on a request answered with a non-2xx status.
     """
     errors = _Collector()
     records = list(records)
@@ -433,7 +442,11 @@ def samples_from_records(
             [FieldError("duration_s", f"must be a number in (0, {MAX_DURATION_S:.0f}]")]
         )
     frame, gaps = _build_frame(
-        records, errors, duration_s=duration_s, multi_token_chunks=multi_token_chunks
+        records,
+        errors,
+        duration_s=duration_s,
+        multi_token_chunks=multi_token_chunks,
+        strict_failures=strict_failures,
     )
     if errors.errors:
         raise UploadError(errors.errors)
@@ -470,5 +483,9 @@ def parse_upload(body: Any, *, multi_token_chunks: bool = False) -> LoadPointSam
         raise UploadError(errors.errors)
     assert point is not None  # guaranteed by the checks above
     return samples_from_records(
-        records, point, float(duration), multi_token_chunks=multi_token_chunks
+        records,
+        point,
+        float(duration),
+        multi_token_chunks=multi_token_chunks,
+        strict_failures=True,  # the runner's own records (runner/PROTOCOL.md)
     )
