@@ -161,15 +161,16 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-# Content-Security-Policy (django-csp): this origin only, no inline script or style. The pages'
-# scripts are static files (static/js/). Swagger UI loads its script from a CDN and inline, so
-# its page (a developer's view of the schema) is left without the header.
+# Content-Security-Policy (django-csp): this origin only and no inline script: the pages'
+# scripts are static files (static/js/). Inline styles stay allowed because plotly.js styles
+# its charts and mode bar through them (no script can run from a style). Swagger UI loads its
+# script from a CDN and inline, so its page (a developer's view of the schema) has no header.
 CONTENT_SECURITY_POLICY = {
     "EXCLUDE_URL_PREFIXES": ["/api/schema/swagger/"],
     "DIRECTIVES": {
         "default-src": [SELF],
         "script-src": [SELF],
-        "style-src": [SELF],
+        "style-src": [SELF, "'unsafe-inline'"],
         "img-src": [SELF, "data:"],
         "font-src": [SELF],
         "connect-src": [SELF],
