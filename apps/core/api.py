@@ -6,7 +6,7 @@ import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -28,6 +28,13 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, ConflictError):
         return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
+    elif isinstance(exc, DataError):
+        # The last line of defence: validation should have named the field before the database.
+        logger.warning("value refused by the database: %s", exc)
+        return Response(
+            {"detail": "A value does not fit its database column.", "code": "out_of_range"},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     elif isinstance(exc, OperationalError | InterfaceError):
         # The database is unreachable: a passing condition that clients (runners) retry.
         logger.warning("database unavailable: %s", exc)
