@@ -7,9 +7,11 @@ work on a laptop with no services; production and the tests set ``DATABASE_URL``
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_int, env_list, env_str
@@ -33,6 +35,8 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "apps.core",
     "apps.accounts",
     "apps.audit",
@@ -49,7 +53,9 @@ MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",
     "apps.core.middleware.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "apps.core.throttles.AuthFailureThrottleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -58,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "apps.core.middleware.ServiceErrorMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -117,6 +124,20 @@ EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "stackselect@localhost")
+AUTHENTICATION_BACKENDS = [
+    "apps.core.login_throttle.LoginThrottleBackend",  # first: refuses a locked-out login
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login throttling (django-axes): failed passwords count per account and per address; at the
+# limit both are locked out for LOGIN_LOCKOUT_MINUTES (a success resets the account's count).
+AXES_ENABLED = env_bool("LOGIN_THROTTLE_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "apps.core.login_throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "apps.core.login_throttle.login_address"
+AXES_VERBOSE = False
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -145,13 +166,34 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("UPLOAD_MAX_BYTES", 64 * 1024 * 1024, mini
 # Security: secure by default, relaxed only where the operator says so.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG and SECURE_SSL_REDIRECT)
+# Secure cookies unless DEBUG: browsers treat http://localhost and 127.0.0.1 as secure, so a
+# local `make run` still logs in; set SECURE_COOKIES=off only for plain HTTP to another host.
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): this origin only and no inline script: the pages'
+# scripts are static files (static/js/). Inline styles stay allowed because plotly.js styles
+# its charts and mode bar through them (no script can run from a style). Swagger UI comes from
+# the app's own static files and starts from a script URL of its own (the split view), so its
+# page is under the same policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS", [])
 
 REST_FRAMEWORK = {
@@ -165,6 +207,44 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
+    # JSON only by default (views that take files say so); see apps/core/parsers.py.
+    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.BoundedJSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.throttles.ApiRateThrottle"],
+}
+# API throttling (apps/core/throttles.py): requests per principal and scope, and refused
+# credentials per address. Counters live in the cache: use Redis (CACHE_URL) with >1 process.
+API_THROTTLE_ENABLED = env_bool("API_THROTTLE_ENABLED", True)
+API_THROTTLE_RATES = {
+    "user": env_str("API_THROTTLE_USER_RATE", "1200/min"),
+    "anon": env_str("API_THROTTLE_ANON_RATE", "120/min"),
+    "runner": env_str("API_THROTTLE_RUNNER_RATE", "1200/min"),
+    "enroll": env_str("API_THROTTLE_ENROLL_RATE", "20/hour"),
+}
+API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20, minimum=1)
+API_AUTH_FAILURE_WINDOW_S = env_int("API_AUTH_FAILURE_WINDOW_S", 600, minimum=1)
+# How many proxies in front append to X-Forwarded-For (0: use the peer address).
+API_TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0, minimum=0)
+
+
+def _cache_config() -> dict:
+    url = env_str("CACHE_URL", "")
+    if url.startswith(("redis://", "rediss://")):
+        return {
+            "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+        }
+    if url:
+        raise ImproperlyConfigured(f"CACHE_URL={url!r}: give a redis:// URL or leave it unset")
+    return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+CACHES = _cache_config()
+# Request bodies: the largest JSON body per endpoint and the deepest nesting any body may have.
+API_JSON_MAX_DEPTH = env_int("API_JSON_MAX_DEPTH", 32, minimum=4)
+API_BODY_MAX_BYTES = env_int("API_BODY_MAX_BYTES", 1024 * 1024, minimum=1024)
+RUNNER_SMALL_BODY_MAX_BYTES = env_int("RUNNER_SMALL_BODY_MAX_BYTES", 64 * 1024, minimum=1024)
+API_BODY_LIMITS = {
+    f"runner-api:{name}": RUNNER_SMALL_BODY_MAX_BYTES
+    for name in ("enroll", "probe", "heartbeat", "progress", "claim", "finish")
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "StackSelect API",
@@ -223,7 +303,7 @@ RUNNER_PUBLIC_URL = env_str("RUNNER_PUBLIC_URL", "")
 BENCHMARK_MAX_ATTEMPTS = env_int("BENCHMARK_MAX_ATTEMPTS", 3, minimum=1)
 BENCHMARK_UPLOAD_MAX_BYTES = env_int("BENCHMARK_UPLOAD_MAX_BYTES", 16 * 1024 * 1024, minimum=1024)
 BENCHMARK_UPLOAD_MAX_RAW_BYTES = env_int(
-    "BENCHMARK_UPLOAD_MAX_RAW_BYTES", 256 * 1024 * 1024, minimum=1024
+    "BENCHMARK_UPLOAD_MAX_RAW_BYTES", 64 * 1024 * 1024, minimum=1024
 )
 # Decisions: retest triggers are swept periodically; a fired trigger may POST to a webhook.
 DECISIONS_SWEEP_INTERVAL_S = env_int("DECISIONS_SWEEP_INTERVAL_S", 3600, minimum=60)
@@ -254,5 +334,5 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

@@ -37,6 +37,14 @@ def collected_static(tmp_path_factory):
     call_command("collectstatic", interactive=False, verbosity=0)
 
 
+@pytest.fixture(autouse=True)
+def _no_api_throttling(settings):
+    """The tests call the API far faster than any client should; the throttling tests
+    (tests/core/test_throttling.py) turn it back on. Login throttling stays on: its failure
+    counts live in the test database, so no test inherits another's."""
+    settings.API_THROTTLE_ENABLED = False
+
+
 def _user(username: str, **extra):
     return get_user_model().objects.create_user(username, password=PASSWORD, **extra)
 

@@ -223,14 +223,27 @@ def attempt_log_append(*, runner: Runner, attempt_id: int, offset: Any, text: An
 
 
 def _replay(key: str, runner: Runner, attempt_id: int) -> ResultUpload | None:
-    existing = ResultUpload.objects.filter(idempotency_key=key).first()
-    if existing is None:
-        return None
-    if existing.attempt_id != attempt_id or existing.attempt.runner_id != runner.pk:
-        raise ConflictError(
-            "This Idempotency-Key belongs to another upload.", code="idempotency_key_reused"
+    """The upload stored under this key in this runner's attempt; other attempts are not
+    searched, so a key used elsewhere neither conflicts nor shows that it exists."""
+    return ResultUpload.objects.filter(
+        attempt_id=attempt_id,
+        attempt__runner_id=runner.pk,
+        attempt__job__team_id=runner.team_id,
+        idempotency_key=key,
+    ).first()
+
+
+def _check_chunk_count(attempt: JobAttempt, load_point_index: int, chunk_count: int) -> None:
+    """Every chunk of a load point states the same chunk_count, or completeness is undefined."""
+    stated = (
+        ResultUpload.objects.filter(attempt=attempt, load_point_index=load_point_index)
+        .values_list("chunk_count", flat=True)
+        .first()
+    )
+    if stated is not None and stated != chunk_count:
+        raise UploadError(
+            f"chunk_count: earlier chunks of load point {load_point_index} said {stated}"
         )
-    return existing
 
 
 def result_upload(
@@ -259,7 +272,13 @@ def result_upload(
         raise UploadError(f"body: more than {settings.BENCHMARK_UPLOAD_MAX_BYTES} bytes")
     raw = gunzip_limited(body, max_bytes=settings.BENCHMARK_UPLOAD_MAX_RAW_BYTES)
     plan = attempt.job.plan
-    parsed = parse_upload(raw, load_point_count=load_point_limit(plan))
+    parsed = parse_upload(
+        raw,
+        load_point_count=load_point_limit(plan),
+        max_records=len(plan.requests),
+        plan_points=None if plan.search else plan.load_points,
+    )
+    _check_chunk_count(attempt, parsed.load_point_index, parsed.chunk_count)
     try:
         with transaction.atomic():
             upload = ResultUpload.objects.create(

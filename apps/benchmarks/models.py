@@ -131,7 +131,9 @@ class ResultUpload(models.Model):
     load_point_index = models.PositiveIntegerField()
     chunk_index = models.PositiveIntegerField(default=0)
     chunk_count = models.PositiveIntegerField(default=1)
-    idempotency_key = models.CharField(max_length=200, unique=True)
+    # Unique per attempt only: a key names an upload within its attempt, so one runner's keys
+    # can neither collide with nor reveal another's.
+    idempotency_key = models.CharField(max_length=200)
     sha256 = models.CharField(max_length=64)
     body = models.BinaryField()
     record_count = models.PositiveIntegerField()
@@ -147,7 +149,10 @@ class ResultUpload(models.Model):
             models.UniqueConstraint(
                 fields=["attempt", "load_point_index", "chunk_index"],
                 name="one_upload_per_chunk",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["attempt", "idempotency_key"], name="one_upload_per_attempt_key"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -45,6 +45,19 @@ ENVELOPE_FIELDS: tuple[str, ...] = (
 LOAD_POINT_FIELDS: tuple[str, ...] = ("index", "rate_rps", "concurrency")
 TIMEOUT_ERROR = "timeout"
 MAX_ERRORS_PER_RULE = 20
+# The columns of apps.evidence.models.Sample: positive integers, a small HTTP status, a short
+# finish reason; longer error messages are refused rather than cut, so nothing is lost silently.
+MAX_COLUMN_INTEGER = 2**31 - 1
+HTTP_STATUS_RANGE = (100, 599)
+MAX_STRING_CHARS = {"error": 4000, "finish_reason": 40}
+# Cross-field tolerances (seconds, and shares of the request's e2e or the load point's
+# duration): clocks differ by microseconds, the stream's tail after the last token (usage
+# chunk, [DONE]) takes a little time, a tool's rounding a little more; beyond that a record
+# is inconsistent. No timing may exceed a day.
+ITL_SUM_TOLERANCE = (0.01, 0.05)
+STREAM_TAIL_TOLERANCE = (1.0, 0.10)
+WINDOW_TOLERANCE = (1.0, 0.05)
+MAX_DURATION_S = 86_400.0
 
 _FLOAT_KINDS = frozenset({"integer", "floating", "mixed-integer-float", "empty"})
 _INTEGER_KINDS = frozenset({"integer", "empty"})
@@ -189,9 +202,15 @@ def _kind_is(values: np.ndarray, kinds: frozenset[str]) -> bool:
 
 
 def _numbers(
-    values: np.ndarray, field: str, errors: _Collector, *, integer: bool, nullable: bool
+    values: np.ndarray,
+    field: str,
+    errors: _Collector,
+    *,
+    integer: bool,
+    nullable: bool,
+    bounds: tuple[float, float] = (0, np.inf),
 ) -> np.ndarray:
-    """Float column (NaN where null) after type, null, finiteness and sign checks."""
+    """Float column (NaN where null) after type, null, finiteness and range checks."""
     null = np.equal(values, None)
     kinds, types = (_INTEGER_KINDS, {int}) if integer else (_FLOAT_KINDS, _NUMBER_TYPES)
     if not _kind_is(values, kinds):
@@ -205,14 +224,24 @@ def _numbers(
     errors.where(
         field, "must be finite (NaN and infinity are refused)", ~np.isfinite(numbers) & ~null
     )
-    errors.where(field, "must not be negative", numbers < 0)
+    low, high = bounds
+    errors.where(field, "must not be negative" if low == 0 else f"must be >= {low}", numbers < low)
+    errors.where(field, f"must be at most {high}", numbers > high)
     return numbers
 
 
 def _strings(values: np.ndarray, field: str, errors: _Collector) -> pd.Series:
+    wrong = np.zeros(len(values), dtype=bool)
     if not _kind_is(values, _STRING_KINDS):
-        errors.where(field, "must be a string or null", _typed_mask(values, frozenset({str})))
-    return pd.Series(values, dtype=object).astype("string")
+        wrong = _typed_mask(values, frozenset({str}))
+        errors.where(field, "must be a string or null", wrong)
+    strings = pd.Series(np.where(wrong, None, values), dtype=object).astype("string")
+    nul = strings.str.contains("\x00", regex=False).fillna(False).to_numpy(bool)
+    errors.where(field, "must not contain NUL characters", nul)
+    longest = MAX_STRING_CHARS[field]
+    too_long = (strings.str.len() > longest).fillna(False).to_numpy(bool)
+    errors.where(field, f"must be at most {longest} characters", too_long)
+    return strings
 
 
 def _gaps(values: np.ndarray, errors: _Collector) -> tuple[np.ndarray, np.ndarray]:
@@ -236,7 +265,15 @@ def _gaps(values: np.ndarray, errors: _Collector) -> tuple[np.ndarray, np.ndarra
     return counts, gaps
 
 
-def _cross_checks(frame: pd.DataFrame, errors: _Collector, *, multi_token_chunks: bool) -> None:
+def _cross_checks(
+    frame: pd.DataFrame,
+    gap_sums: np.ndarray,
+    errors: _Collector,
+    *,
+    duration_s: float,
+    multi_token_chunks: bool,
+    strict_failures: bool,
+) -> None:
     """Rules between fields: the timings and token counts must tell one consistent story."""
     ok = frame["error"].isna().to_numpy()
     ttft, e2e = frame["ttft_s"].to_numpy(), frame["e2e_s"].to_numpy()
@@ -255,6 +292,71 @@ def _cross_checks(frame: pd.DataFrame, errors: _Collector, *, multi_token_chunks
         rule = "disagrees with len(itl_s) + 1 streamed tokens"
     errors.where("output_tokens", rule, disagree)
     errors.where("index", "duplicate index", frame["index"].duplicated(keep="first").to_numpy())
+    _timing_checks(frame, gap_sums, errors, streamed=streamed & ~np.isnan(e2e) & ~(ttft > e2e))
+    _window_checks(frame, errors, duration_s=duration_s)
+    _status_checks(frame, errors, strict=strict_failures)
+
+
+def _timing_checks(
+    frame: pd.DataFrame, gap_sums: np.ndarray, errors: _Collector, *, streamed: np.ndarray
+) -> None:
+    """The gaps between tokens fill the time from the first token to the end, within tolerance."""
+    ttft, e2e = frame["ttft_s"].to_numpy(), frame["e2e_s"].to_numpy()
+    after_first = e2e - ttft
+    absolute, share = ITL_SUM_TOLERANCE
+    over = streamed & (gap_sums > after_first + absolute + share * e2e)
+    errors.where(
+        "itl_s",
+        f"gaps sum beyond e2e_s - ttft_s (tolerance {absolute} s + {share:.0%} of e2e_s)",
+        over,
+    )
+    absolute, share = STREAM_TAIL_TOLERANCE
+    short = streamed & (after_first - gap_sums > absolute + share * e2e)
+    errors.where(
+        "e2e_s",
+        f"exceeds ttft_s plus the gaps of itl_s (tolerance {absolute} s + {share:.0%} of e2e_s)",
+        short,
+    )
+    for field in ("send_s", "ttft_s", "e2e_s"):
+        errors.where(
+            field, f"is over {MAX_DURATION_S:.0f} s", frame[field].to_numpy() > MAX_DURATION_S
+        )
+
+
+def _window_checks(frame: pd.DataFrame, errors: _Collector, *, duration_s: float) -> None:
+    """Every request is sent and finished within the load point's duration."""
+    absolute, share = WINDOW_TOLERANCE
+    end = duration_s + max(absolute, share * duration_s)
+    send, e2e = frame["send_s"].to_numpy(), frame["e2e_s"].to_numpy()
+    where = f"the load point's duration_s of {duration_s:g} s"
+    errors.where("send_s", f"is after the end of {where}", send > end)
+    errors.where("e2e_s", f"ends after the end of {where}", send + e2e > end)
+
+
+def _status_checks(frame: pd.DataFrame, errors: _Collector, *, strict: bool) -> None:
+    """An HTTP error status is a failed request: it has an error, and (`strict`: the runner,
+    which stops reading at a non-2xx answer) no tokens or timings. Tools such as AIPerf time
+    their failed requests too, so their imports are not strict."""
+    status = frame["status"].to_numpy()
+    refused = ~np.isnan(status) & ((status < 200) | (status > 299))
+    errors.where(
+        "error", "required when status is not 2xx", refused & frame["error"].isna().to_numpy()
+    )
+    if not strict:
+        return
+    errors.where(
+        "output_tokens",
+        "must be 0 when status is not 2xx",
+        refused & (frame["output_tokens"].to_numpy() > 0),
+    )
+    for field in ("ttft_s", "e2e_s"):
+        present = ~np.isnan(frame[field].to_numpy())
+        errors.where(field, "must be null when status is not 2xx", refused & present)
+    errors.where(
+        "itl_s",
+        "must be empty when status is not 2xx",
+        refused & (frame["itl_count"].to_numpy() > 0),
+    )
 
 
 def _column(records: list[Mapping[str, Any]], field: str) -> np.ndarray:
@@ -263,22 +365,39 @@ def _column(records: list[Mapping[str, Any]], field: str) -> np.ndarray:
     return column
 
 
+def _gap_sums(counts: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """Each record's sum of gaps (0 where none), from the one flat array of gaps."""
+    owners = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
+    return np.bincount(owners, weights=gaps, minlength=len(counts))
+
+
 def _build_frame(
-    records: list[Mapping[str, Any]], errors: _Collector, *, multi_token_chunks: bool
+    records: list[Mapping[str, Any]],
+    errors: _Collector,
+    *,
+    duration_s: float,
+    multi_token_chunks: bool,
+    strict_failures: bool,
 ) -> tuple[pd.DataFrame, np.ndarray]:
     counts, gaps = _gaps(_column(records, "itl_s"), errors)
     data: dict[str, Any] = {}
-    for field, integer, nullable in (
-        ("index", True, False),
-        ("send_s", False, True),
-        ("ttft_s", False, True),
-        ("e2e_s", False, True),
-        ("input_tokens", True, False),
-        ("output_tokens", True, False),
-        ("status", True, True),
+    counted = (0, MAX_COLUMN_INTEGER)
+    for field, integer, nullable, bounds in (
+        ("index", True, False, counted),
+        ("send_s", False, True, (0, np.inf)),
+        ("ttft_s", False, True, (0, np.inf)),
+        ("e2e_s", False, True, (0, np.inf)),
+        ("input_tokens", True, False, counted),
+        ("output_tokens", True, False, counted),
+        ("status", True, True, HTTP_STATUS_RANGE),
     ):
         data[field] = _numbers(
-            _column(records, field), field, errors, integer=integer, nullable=nullable
+            _column(records, field),
+            field,
+            errors,
+            integer=integer,
+            nullable=nullable,
+            bounds=bounds,
         )
     data["itl_s"] = _column(records, "itl_s")
     data["itl_count"] = counts
@@ -287,7 +406,14 @@ def _build_frame(
     frame = pd.DataFrame(data)
     if errors.errors:
         return frame, gaps
-    _cross_checks(frame, errors, multi_token_chunks=multi_token_chunks)
+    _cross_checks(
+        frame,
+        _gap_sums(counts, gaps),
+        errors,
+        duration_s=duration_s,
+        multi_token_chunks=multi_token_chunks,
+        strict_failures=strict_failures,
+    )
     types = {"index": "int64", "input_tokens": "int64", "output_tokens": "int64", "status": "Int64"}
     return frame.astype(types), gaps
 
@@ -298,18 +424,30 @@ def samples_from_records(
     duration_s: float,
     *,
     multi_token_chunks: bool = False,
+    strict_failures: bool = False,
 ) -> LoadPointSamples:
     """Validate records and return them typed, or raise UploadError listing every fault.
 
     `multi_token_chunks` relaxes the token check for tools whose engines stream several
-    tokens per chunk (then only more chunks than tokens is impossible).
+    tokens per chunk (then only more chunks than tokens is impossible); `strict_failures`
+    refuses tokens and timings on a request answered with a non-2xx status.
     """
     errors = _Collector()
     records = list(records)
     _key_errors(records, errors)
     if errors.errors:
         raise UploadError(errors.errors)
-    frame, gaps = _build_frame(records, errors, multi_token_chunks=multi_token_chunks)
+    if not (_positive_number(duration_s) and duration_s <= MAX_DURATION_S):
+        raise UploadError(
+            [FieldError("duration_s", f"must be a number in (0, {MAX_DURATION_S:.0f}]")]
+        )
+    frame, gaps = _build_frame(
+        records,
+        errors,
+        duration_s=duration_s,
+        multi_token_chunks=multi_token_chunks,
+        strict_failures=strict_failures,
+    )
     if errors.errors:
         raise UploadError(errors.errors)
     return LoadPointSamples(load_point, duration_s, frame, gaps)
@@ -345,5 +483,9 @@ def parse_upload(body: Any, *, multi_token_chunks: bool = False) -> LoadPointSam
         raise UploadError(errors.errors)
     assert point is not None  # guaranteed by the checks above
     return samples_from_records(
-        records, point, float(duration), multi_token_chunks=multi_token_chunks
+        records,
+        point,
+        float(duration),
+        multi_token_chunks=multi_token_chunks,
+        strict_failures=True,  # the runner's own records (docs/runner-protocol.md)
     )

@@ -154,7 +154,10 @@ class RunnerClient:
         )
 
 
-def result_document(load_point_index: int = 0, records: list[dict] | None = None) -> dict:
+def result_document(
+    load_point_index: int = 0, records: list[dict] | None = None, *, rate_rps: float | None = None
+) -> dict:
+    """An upload of the plans the fixtures make: load point n runs at n + 1 req/s."""
     records = records or [
         {
             "index": i,
@@ -171,7 +174,7 @@ def result_document(load_point_index: int = 0, records: list[dict] | None = None
     ]
     return {
         "load_point_index": load_point_index,
-        "load_point": {"index": load_point_index, "rate_rps": 1.0},
+        "load_point": {"index": load_point_index, "rate_rps": rate_rps or load_point_index + 1.0},
         "started_at": "2026-01-01T00:00:00Z",
         "duration_s": 2.0,
         "chunk_index": 0,

@@ -29,7 +29,7 @@ def test_a_cancel_in_the_page_reaches_the_runner_in_its_next_heartbeat(
     api.post(f"attempts/{attempt.pk}/claim")
     assert api.post("heartbeat", {"attempt_id": attempt.pk}).json()["cancel"] is False
     page = alice_client.get(f"/benchmarks/jobs/{attempt.job_id}/").content.decode()
-    assert 'id="cancel-job"' in page and "confirm(" in page
+    assert 'id="cancel-job"' in page and "data-confirm=" in page
     alice_client.post(f"/benchmarks/jobs/{attempt.job_id}/cancel/")
     job = plan.jobs.get()
     assert job.state == "running" and job.cancel_requested

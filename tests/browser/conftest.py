@@ -57,8 +57,16 @@ def page(browser: Browser, live_server) -> Page:
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
+    blocked: list[str] = []  # every page runs under the Content-Security-Policy
+    page.on(
+        "console",
+        lambda message: (
+            blocked.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     yield page
     context.close()
+    assert not blocked, blocked
 
 
 def log_in(page: Page, username: str) -> None:

@@ -130,7 +130,7 @@ def run_the_plan(page, journey: Journey) -> BenchmarkPlan:
     page.wait_for_selector("tr[data-job] [data-field=state]")
     journey.shot("plan-running")
     page.wait_for_function(
-        "[...document.querySelectorAll('tr[data-job] [data-field=state]')]"
+        "() => [...document.querySelectorAll('tr[data-job] [data-field=state]')]"
         ".every(cell => cell.innerText === 'Succeeded')",
         timeout=PLAN_TIMEOUT_MS,
     )

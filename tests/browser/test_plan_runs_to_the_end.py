@@ -24,10 +24,10 @@ def test_a_plan_made_in_the_browser_runs_to_the_end(page, alice, acme, runners):
     state = page.locator("tr[data-job] [data-field=state]")
     state.wait_for()
     page.wait_for_function(
-        "document.querySelector('tr[data-job] [data-field=state]').innerText === 'Succeeded'",
+        "() => document.querySelector('tr[data-job] [data-field=state]').innerText === 'Succeeded'",
         timeout=120_000,
     )
     assert page.locator("tr[data-job] [data-field=progress]").evaluate("el => el.value") == 1
-    page.wait_for_function("document.getElementById('cancel-plan').closest('form').hidden")
+    page.wait_for_function("() => document.getElementById('cancel-plan').closest('form').hidden")
     assert not page.locator("tr[data-job] form").is_visible()
     screenshot(page, "plan-finished")

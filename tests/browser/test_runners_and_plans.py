@@ -54,7 +54,7 @@ def test_the_plan_page_shows_progress_live_and_cancel_asks_first(page, alice, ac
         {"load_point": 0, "done": 5, "total": 10, "message": "rate 1 req/s: 5 of 10"},
     )
     page.wait_for_function(
-        "document.querySelector('tr[data-job] [data-field=progress]').value > 0.49"
+        "() => document.querySelector('tr[data-job] [data-field=progress]').value > 0.49"
     )
     assert state.inner_text() == "Running"
     assert "5 of 10" in page.locator("tr[data-job] [data-field=message]").inner_text()

@@ -81,7 +81,11 @@ def test_the_embedded_set_up_migrates_serves_and_logs_the_demo_user_in(tmp_path)
         with urllib.request.urlopen(base + "/readyz", timeout=10) as ready:
             assert ready.status == 200
 
-        jar = http.cookiejar.CookieJar()
+        # Browsers count http://127.0.0.1 as a secure context and send Secure cookies there.
+        loopback_is_secure = http.cookiejar.DefaultCookiePolicy(
+            secure_protocols=("https", "wss", "http")
+        )
+        jar = http.cookiejar.CookieJar(policy=loopback_is_secure)
         browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         browser.open(base + "/accounts/login/", timeout=10).read()
         csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")

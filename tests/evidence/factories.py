@@ -88,12 +88,16 @@ def result_upload(
     records: list[dict[str, Any]],
     *,
     load_point: dict[str, Any],
-    duration_s: float = 2.0,
+    duration_s: float | None = None,
     chunk_index: int = 0,
     chunk_count: int = 1,
     **extra: Any,
 ) -> ResultUpload:
-    """A stored upload as the result-upload service leaves it (gzip body and checksum)."""
+    """A stored upload as the result-upload service leaves it (gzip body and checksum). The
+    load point lasts 2 s, or until its last request ended if that is later."""
+    if duration_s is None:
+        ends = [(r.get("send_s") or 0) + (r.get("e2e_s") or 0) for r in records]
+        duration_s = max([2.0, *ends])
     document = {
         "load_point_index": load_point["index"],
         "load_point": load_point,

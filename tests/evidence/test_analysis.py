@@ -169,7 +169,7 @@ def test_max_rate_from_summaries_uses_the_offered_rate_of_each_load_point():
     # At 1 rps every TTFT (0.1 s) passes; at 3 rps half are 0.2 s: attainment 1.0 then 0.5,
     # so the SLO margins are 1.0 - 0.9 = 0.1 and 0.5 - 0.9 = -0.4.
     fast = samples([record(0), record(1)], load_point={"rate_rps": 1.0})
-    slow = samples([record(0), record(1, ttft_s=0.2)], load_point={"rate_rps": 3.0})
+    slow = samples([record(0), record(1, ttft_s=0.2, e2e_s=0.3)], load_point={"rate_rps": 3.0})
     summaries = [summarize(fast, slo=slo), summarize(slow, slo=slo)]
 
     # 1 + 0.1 / (0.1 + 0.4) * 2 = 1.4

@@ -39,7 +39,7 @@ def test_the_list_shows_busy_with_the_current_job_and_offline_runners(
 def test_the_detail_page_shows_the_probe_and_admin_actions(alice_client, bob_client, sim_runner):
     runner, _ = sim_runner
     page = alice_client.get(f"/runners/{runner.pk}/").content.decode()
-    assert "laptop" in page and 'id="revoke"' in page and "confirm(" in page
+    assert "laptop" in page and 'id="revoke"' in page and "data-confirm=" in page
     assert 'id="revoke"' not in bob_client.get(f"/runners/{runner.pk}/").content.decode()
 
 

@@ -127,7 +127,7 @@ def test_the_candidate_page_polls_while_the_computation_is_queued(
     page = response.content.decode()
     assert 'data-computation="queued"' in page
     assert f'data-status-url="/selections/{selection.pk}/candidates/status/"' in page
-    assert "fetch(box.dataset.statusUrl" in page
+    assert "js/computation_poll." in page  # the poller (static/js/computation_poll.js)
     compute_candidates(selection.pk)
     page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
     assert 'id="computation"' not in page and "req/s per GPU" in page

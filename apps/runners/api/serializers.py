@@ -33,9 +33,24 @@ class ProbeIn(serializers.Serializer):
     probe = ProbeField()
 
 
+class ProgressIn(serializers.Serializer):
+    """Where the attempt is: `done` of `total` requests of load point `load_point`."""
+
+    load_point = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    done = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    total = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    message = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+    def validate(self, attrs: dict) -> dict:
+        done, total = attrs.get("done"), attrs.get("total")
+        if done is not None and total is not None and done > total:
+            raise serializers.ValidationError({"done": "Must not be above total."})
+        return attrs
+
+
 class HeartbeatIn(serializers.Serializer):
-    attempt_id = serializers.IntegerField(required=False, allow_null=True)
-    progress = serializers.JSONField(required=False, allow_null=True)
+    attempt_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    progress = ProgressIn(required=False, allow_null=True)
 
 
 class HeartbeatOut(serializers.Serializer):
@@ -58,13 +73,6 @@ class JobSpecOut(serializers.Serializer):
     search = serializers.JSONField(allow_null=True)
     measurement_window_s = serializers.FloatField()
     failure_policy = serializers.JSONField()
-
-
-class ProgressIn(serializers.Serializer):
-    load_point = serializers.IntegerField(required=False, allow_null=True)
-    done = serializers.IntegerField(required=False, allow_null=True)
-    total = serializers.IntegerField(required=False, allow_null=True)
-    message = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
 class AttemptStateOut(serializers.Serializer):

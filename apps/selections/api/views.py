@@ -46,12 +46,21 @@ _FILTER_PARAMS = [
 ]
 
 
-def _page_args(request: Request) -> tuple[int, int]:
-    def number(name: str, default: int) -> int:
-        value = request.query_params.get(name, "")
-        return int(value) if value.isdigit() and int(value) > 0 else default
+MAX_PAGE = 1_000_000  # far past any list, and the offset stays within a bigint
 
-    return number("page", 1), min(number("page_size", DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE)
+
+def _page_args(request: Request) -> tuple[int, int]:
+    """page and page_size, whole numbers in range; anything else is a 400 naming the one."""
+
+    def number(name: str, default: int, highest: int) -> int:
+        value = request.query_params.get(name)
+        if value is None:
+            return default
+        if not (value.isdigit() and len(value) <= 7 and 1 <= int(value) <= highest):
+            raise DjangoValidationError({name: f"Must be a whole number from 1 to {highest}."})
+        return int(value)
+
+    return number("page", 1, MAX_PAGE), number("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
 class SelectionViewSet(
