@@ -20,16 +20,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "runner")]
+sys.path[:0] = [str(ROOT), str(ROOT / "runner"), str(ROOT / "domain")]
 
+from stackselect_domain.ratesearch import RateSearch, SearchSpec  # noqa: E402
 from stackselect_runner.engines import SimulatedEngineAdapter  # noqa: E402
-from stackselect_runner.search import RateSearch, SearchSpec  # noqa: E402
 
 from tests.runner.test_search_scenario import (  # noqa: E402
     SEARCH_BOUNDS,
     SLO,
     engine_attainment,
     engine_launch,
+    engine_verdict,
     reference_max_rate,
     search_section,
 )
@@ -56,10 +57,10 @@ def main() -> None:
             engine.wait_ready(timeout_s=30)
             started = time.perf_counter()
             while (rate := search.next_rate()) is not None:
-                measured = engine_attainment(launch, rate)
-                if measured is None:
-                    sys.exit(f"attainment undefined at {rate:g} req/s")
-                print(search.record(rate, measured).describe(), flush=True)
+                verdict = engine_verdict(launch, rate)
+                if verdict.passed is None:
+                    sys.exit(f"the SLO verdict is undefined at {rate:g} req/s")
+                print(search.record(rate, verdict).describe(), flush=True)
             elapsed = time.perf_counter() - started
             below = engine_attainment(launch, reference * 0.97)
             above = engine_attainment(launch, reference * 1.04)

@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from stackselect_domain.slo import SLO
+
 from apps.decisions.choices import TriggerKind
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
@@ -84,11 +86,6 @@ def _list(values: Iterable[Any]) -> str:
 def goal_lines(goal: Mapping[str, Any]) -> list[str]:
     workload, slo = goal["workload"], goal["slo"]
     capacity, operational = goal["capacity"], goal["operational"]
-    targets = [
-        f"{name.removesuffix('_ms').upper()} ≤ {slo[name]:g} ms"
-        for name in ("ttft_ms", "tpot_ms", "e2e_ms")
-        if slo.get(name) is not None
-    ]
     features = [
         f"{item['feature']} ≥ {item.get('min_maturity') or 'any'}"
         for item in operational["required_features"]
@@ -100,8 +97,7 @@ def goal_lines(goal: Mapping[str, Any]) -> list[str]:
         f"- Output length: {length_text(workload['osl'])}",
         f"- Arrival: {arrival_text(workload['arrival'])}",
         f"- Precision: {_list(_as_list(workload.get('precision')))}",
-        f"- SLO: {_list(targets)} at p{slo.get('percentile', 99):g}, "
-        f"attainment {slo.get('attainment', 0.99):.0%}",
+        f"- SLO: {SLO.from_dict(slo).describe()}",
         f"- Capacity: accelerators {_list(capacity['accelerators'])}, "
         f"at most {capacity['max_gpus']} GPUs",
         f"- Operational needs: {_list(operational['needs'])}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from stackselect_domain.slo import SLO
 
 from apps.decisions.choices import (
     DEFAULT_REVALIDATE_AFTER_DAYS,
@@ -109,6 +110,11 @@ class DecisionRecord(models.Model):
     @property
     def evidence_kind(self) -> str:
         return evidence_kind(self.evidence)
+
+    @property
+    def slo_text(self) -> str:
+        """The goal's SLO in the words of the domain's one SLO rule (percentile included)."""
+        return SLO.from_dict(self.goal.get("slo") or {}).describe()
 
     @property
     def display_title(self) -> str:

@@ -4,9 +4,9 @@ uploading under team A's predictable future keys) no longer disturbs team A's up
 from __future__ import annotations
 
 import pytest
-from apps.benchmarks.identity import PlanOptions
 
 from apps.benchmarks.models import ResultUpload
+from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from tests.benchmarks.factories import (
     RunnerClient,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stackselect_domain.slo import SLO as SearchSLO
+from stackselect_domain.slo import SLOVerdict
 from stackselect_domain.stepcost import StepCost as SimulatorStepCost
 from stackselect_domain.workload import Request
 from stackselect_runner.engines import LaunchSpec, SimulatedEngineAdapter, free_loopback_port
@@ -112,8 +113,8 @@ def engine_launch(work_dir: Path) -> LaunchSpec:
     )
 
 
-def engine_attainment(launch: LaunchSpec, rate_rps: float) -> float | None:
-    """One load point of the schedule on a running engine, as the runner's search scores it."""
+def engine_verdict(launch: LaunchSpec, rate_rps: float) -> SLOVerdict:
+    """One load point of the schedule on a running engine, as the runner's search judges it."""
     job_spec = {
         "engine": {"model": MODEL},
         "requests": schedule(),
@@ -121,7 +122,11 @@ def engine_attainment(launch: LaunchSpec, rate_rps: float) -> float | None:
     }
     spec = HarnessSpec.from_job_spec(job_spec, launch.base_url)
     records = run_load_point(spec, LoadPoint(rate_rps=rate_rps)).records
-    return records_verdict(records, SLO).attainment
+    return records_verdict(records, SLO)
+
+
+def engine_attainment(launch: LaunchSpec, rate_rps: float) -> float | None:
+    return engine_verdict(launch, rate_rps).attainment
 
 
 def test_the_simulator_reference_matches_the_simulated_engine_around_the_answer(

@@ -8,10 +8,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.permissions import TeamRolePermission
+from apps.core.parsers import BoundedJSONParser
 from apps.core.request_context import request_team
 from apps.decisions import selectors, services
 from apps.decisions.api.serializers import (
@@ -85,7 +87,12 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return self._answer(record)
 
     @extend_schema(request=ProposeIn, responses=RecordSerializer)
-    @action(detail=True, methods=["post"])
+    @action(
+        detail=True,
+        methods=["post"],
+        # a bare POST (no body, or an empty form) proposes without the simulation-only mark
+        parser_classes=[BoundedJSONParser, FormParser, MultiPartParser],
+    )
     def propose(self, request: Request, pk: str, format: str | None = None) -> Response:
         record = services.record_propose(
             actor_user=request.user,
