@@ -15,7 +15,9 @@ from tests.benchmarks.factories import (
     selection_with_candidates,
 )
 
-OPTIONS = PlanOptions(request_count=20, load_points=({"rate_rps": 1.0}, {"rate_rps": 2.0}))
+OPTIONS = PlanOptions(
+    run_mode="simulated", request_count=20, load_points=({"rate_rps": 1.0}, {"rate_rps": 2.0})
+)
 
 
 def agent_key(attempt_id: int, load_point: int, chunk: int = 0) -> str:

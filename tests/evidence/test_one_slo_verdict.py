@@ -20,6 +20,8 @@ ROWS = [
     *[streamed(i, ttft_s=SLOW, gaps=[0.02, 0.02]) for i in range(6, 9)],
     failed(9),
 ]
+# The records are sent half a second apart, so the load point lasts five seconds.
+DURATION_S = 5.0
 # Attainment 0.5 alone would pass; a p90 within 200 ms fails (only 60% are within it).
 LOOSE = SLO(ttft_ms=200, tpot_ms=50, attainment=0.5, percentile=50)
 STRICT = SLO(ttft_ms=200, tpot_ms=50, attainment=0.5, percentile=90)
@@ -62,7 +64,7 @@ def simulator_outcomes() -> list[RequestOutcome]:
 
 @pytest.mark.parametrize(("slo", "holds"), [(LOOSE, True), (STRICT, False)])
 def test_the_server_the_runner_and_the_simulator_give_one_verdict(slo: SLO, holds: bool) -> None:
-    server = summarize(samples(ROWS), slo=slo)
+    server = summarize(samples(ROWS, duration_s=DURATION_S), slo=slo)
     simulated = simulator_summary(
         simulator_outcomes(), slo=slo, prefix_hit_tokens=0, steps=1, batch_tokens=1
     )
@@ -78,9 +80,11 @@ def test_the_server_the_runner_and_the_simulator_give_one_verdict(slo: SLO, hold
 def test_the_percentile_moves_the_measured_max_rate() -> None:
     """A sweep passing at 1 req/s and judged at 2 req/s: the strict SLO fails there."""
     fast = samples(
-        [streamed(i, ttft_s=FAST, gaps=[0.02]) for i in range(10)], load_point={"rate_rps": 1.0}
+        [streamed(i, ttft_s=FAST, gaps=[0.02]) for i in range(10)],
+        load_point={"rate_rps": 1.0},
+        duration_s=DURATION_S,
     )
-    at_two = samples(ROWS, load_point={"rate_rps": 2.0})
+    at_two = samples(ROWS, load_point={"rate_rps": 2.0}, duration_s=DURATION_S)
     loose = max_rate_from_summaries([summarize(fast, slo=LOOSE), summarize(at_two, slo=LOOSE)])
     strict = max_rate_from_summaries([summarize(fast, slo=STRICT), summarize(at_two, slo=STRICT)])
     assert loose.bound == "at_least"
