@@ -1,0 +1,112 @@
+"""The app's own role (INSERT and SELECT on the audit table, README Production) cannot erase or
+rewrite history, whatever it sets in its session; the role check tells the two roles apart."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+
+from apps.audit.checks import check_audit_role
+from apps.audit.models import AuditEvent
+from apps.audit.services import Actor, audit_record
+from tests.conftest import APP_ROLE
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the app role sees only committed rows
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def event(audit_app_role) -> AuditEvent:
+    with transaction.atomic():
+        return audit_record(actor=Actor.system("test"), action="thing.create", object_type="t")
+
+
+def _as_app_role(audit_app_role, *statements: str) -> None:
+    with psycopg.connect(**audit_app_role) as app, app.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "TRUNCATE audit_auditevent",
+        "UPDATE audit_auditevent SET message = 'rewritten'",
+        "DELETE FROM audit_auditevent",
+        "ALTER TABLE audit_auditevent DISABLE TRIGGER USER",
+        "DROP TRIGGER audit_refuse_truncate ON audit_auditevent",
+    ],
+)
+def test_the_app_role_cannot_erase_rewrite_or_unguard_the_audit_table(
+    audit_app_role, event, statement
+):
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        _as_app_role(audit_app_role, statement)
+    event.refresh_from_db()
+    assert event.message == "" and AuditEvent.objects.count() == 1
+
+
+def test_no_session_setting_lets_a_role_that_is_not_the_owner_truncate(audit_app_role, event):
+    """Even granted TRUNCATE by mistake, the app role is stopped by the trigger."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"GRANT TRUNCATE ON audit_auditevent TO {APP_ROLE}")
+    try:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+            _as_app_role(
+                audit_app_role,
+                "SET stackselect.audit_allow_truncate = 'on'",
+                "TRUNCATE audit_auditevent",
+            )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"REVOKE TRUNCATE ON audit_auditevent FROM {APP_ROLE}")
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_the_app_role_can_still_append_to_and_read_the_chain(audit_app_role, event):
+    _as_app_role(
+        audit_app_role,
+        "INSERT INTO audit_auditevent (occurred_at, actor_type, actor_id, actor_name, "
+        "request_id, action, object_type, object_id, object_repr, message, prev_hash, hash) "
+        "SELECT now(), 'system', '', 'app', '', 'x.y', 't', '', '', '', hash, repeat('a', 64) "
+        "FROM audit_auditevent ORDER BY id DESC LIMIT 1",
+    )
+    assert AuditEvent.objects.count() == 2
+
+
+def test_the_role_check_warns_when_the_connected_role_owns_the_audit_table(audit_app_role):
+    [warning] = check_audit_role()
+    assert warning.id == "audit.W001"
+    assert "owns, UPDATE, DELETE, TRUNCATE on audit_auditevent" in warning.msg
+
+
+def test_the_app_role_passes_the_role_check_and_can_run_audit_verify(
+    audit_app_role, event, tmp_path
+):
+    role = audit_app_role
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update(
+        DATABASE_URL=(
+            f"postgres://{role['user']}:{role['password']}@{role['host']}:{role['port']}/"
+            f"{role['dbname']}"
+        ),
+        AUDIT_CHECKPOINT_FILE=str(tmp_path / "checkpoints.jsonl"),
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "audit_verify"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "audit.W001" not in result.stderr + result.stdout
+    assert "1 events verified" in result.stdout
+    assert (tmp_path / "checkpoints.jsonl").read_text().count("\n") == 1
