@@ -39,11 +39,13 @@ def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class ChainBreak:
     """The first event that does not fit; `lost_hash` is the hash of an event that went missing
-    (so a caller with the database can tell whether it moved to another id)."""
+    from id `lost_id` (None: not known exactly), so a caller with the database can tell whether
+    it moved to another id."""
 
     event_id: int
     reason: str
     lost_hash: str | None = None
+    lost_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,18 +75,27 @@ def _missing_up_to(checkpoint: Checkpoint, last_seen_id: int | None, seen: int) 
         reason = f"event {lower} is missing ({where})"
     else:
         reason = f"events from {lower} to {checkpoint.last_id} are missing or renumbered ({where})"
-    return ChainBreak(lower, reason, lost_hash=checkpoint.head_hash)
+    return ChainBreak(lower, reason, checkpoint.head_hash, checkpoint.last_id)
 
 
-def _unlinked(event_id: int, last_seen_id: int | None, prev_hash: str) -> ChainBreak:
+def _unlinked(
+    event_id: int, last_seen_id: int | None, prev_hash: str, first_checkpointed: int | None
+) -> ChainBreak:
     """An intact event whose predecessor is not the event before it: something was taken out."""
     if last_seen_id is None:
+        if first_checkpointed is not None and first_checkpointed < event_id:
+            reason = (
+                f"event {first_checkpointed} is missing: the checkpoints start the chain there, "
+                f"and event {event_id} links to an event that is gone"
+            )
+            return ChainBreak(first_checkpointed, reason, lost_hash=prev_hash)
         reason = f"event {event_id} links to an event before it, and there is none"
         return ChainBreak(event_id, reason, lost_hash=prev_hash)
     if event_id > last_seen_id + 1:
         missing = last_seen_id + 1
         reason = f"event {missing} is missing: event {event_id} links to an event that is gone"
-        return ChainBreak(missing, reason, lost_hash=prev_hash)
+        lost_id = missing if event_id == missing + 1 else None
+        return ChainBreak(missing, reason, prev_hash, lost_id)
     reason = f"prev_hash does not match the hash of event {last_seen_id} before it"
     return ChainBreak(event_id, reason, lost_hash=prev_hash)
 
@@ -96,6 +107,7 @@ def walk_chain(
     """Walk (id, prev_hash, hash, fields) in id order against the checkpoints; stop at the first
     event that does not fit its hash, its predecessor or a checkpoint."""
     pending = sorted(checkpoints, key=lambda c: c.last_id)
+    first_checkpointed = min((c.first_id for c in checkpoints), default=None)
     matched: Checkpoint | None = None
     expected_prev, first_id, last_id, seen = GENESIS_HASH, None, None, 0
 
@@ -112,7 +124,7 @@ def walk_chain(
                 ChainBreak(event_id, "content does not match its hash (the row was altered)")
             )
         if prev_hash != expected_prev:
-            return walked(_unlinked(event_id, last_id, prev_hash))
+            return walked(_unlinked(event_id, last_id, prev_hash, first_checkpointed))
         first_id = event_id if first_id is None else first_id
         expected_prev, last_id, seen = stored_hash, event_id, seen + 1
         while pending and pending[0].last_id == event_id:

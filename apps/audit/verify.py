@@ -6,7 +6,7 @@ checkpointed, so the last good head stays the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apps.audit.chain import ChainBreak, Checkpoint, walk_chain
 from apps.audit.checkpoints import append_checkpoint, read_checkpoints
@@ -33,10 +33,9 @@ def _explained(broken: ChainBreak) -> ChainBreak:
     moved = _moved_to(broken.lost_hash)
     if moved is None:
         return broken
-    reason = (
-        f"{broken.reason}; the event that belonged there is now event {moved}: ids were renumbered"
-    )
-    return ChainBreak(broken.event_id, reason, broken.lost_hash)
+    lost = f"event {broken.lost_id}" if broken.lost_id else "the event it links to"
+    reason = f"{broken.reason}; {lost} is now at event {moved}: ids were renumbered"
+    return replace(broken, reason=reason)
 
 
 def verify_and_checkpoint() -> Verification:

@@ -120,6 +120,13 @@ def test_deleting_an_event_in_the_middle_names_that_event_not_the_next(checkpoin
     _verify_fails(rf"broken at event {events[2].pk}: event {events[2].pk} is missing")
 
 
+def test_deleting_the_first_event_names_it_from_the_checkpoint():
+    events = _chain(3)
+    call_command("audit_verify")
+    as_owner_without_triggers(("DELETE FROM audit_auditevent WHERE id = %s", [events[0].pk]))
+    _verify_fails(rf"broken at event {events[0].pk}: event {events[0].pk} is missing")
+
+
 def test_renumbering_the_checkpointed_head_is_detected_and_says_where_it_went():
     events = _chain(3)
     call_command("audit_verify")
@@ -128,7 +135,7 @@ def test_renumbering_the_checkpointed_head_is_detected_and_says_where_it_went():
         ("UPDATE audit_auditevent SET id = %s WHERE id = %s", [moved, events[-1].pk])
     )
     _verify_fails(
-        rf"broken at event {events[-1].pk}: event {events[-1].pk} is missing .*now event "
+        rf"broken at event {events[-1].pk}: event {events[-1].pk} is missing .*now at event "
         rf"{moved}: ids were renumbered"
     )
 
@@ -137,7 +144,10 @@ def test_renumbering_every_id_is_detected_against_the_checkpoint():
     events = _chain(3)
     call_command("audit_verify")
     as_owner_without_triggers(("UPDATE audit_auditevent SET id = id + 1000", []))
-    _verify_fails(rf"broken at event {events[0].pk}: event {events[0].pk} is missing")
+    _verify_fails(
+        rf"broken at event {events[0].pk}: event {events[0].pk} is missing .*; event "
+        rf"{events[-1].pk} is now at event {events[-1].pk + 1000}: ids were renumbered"
+    )
 
 
 def test_moving_an_event_out_of_the_middle_names_it_and_its_new_id():
@@ -147,8 +157,8 @@ def test_moving_an_event_out_of_the_middle_names_it_and_its_new_id():
         ("UPDATE audit_auditevent SET id = %s WHERE id = %s", [moved, events[1].pk])
     )
     _verify_fails(
-        rf"broken at event {events[1].pk}: event {events[1].pk} is missing.*now event "
-        rf"{moved}"
+        rf"broken at event {events[1].pk}: event {events[1].pk} is missing.*; event "
+        rf"{events[1].pk} is now at event {moved}: ids were renumbered"
     )
 
 
