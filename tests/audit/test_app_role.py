@@ -3,9 +3,12 @@ rewrite history, whatever it sets in its session; the role check tells the two r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -15,6 +18,8 @@ from django.db import connection, transaction
 from apps.audit.checks import check_audit_role
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, audit_record
+from apps.audit.tasks import CHECKPOINT_TASK
+from config.celery import app as celery_app
 from tests.conftest import APP_ROLE
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the app role sees only committed rows
@@ -86,18 +91,22 @@ def test_the_role_check_warns_when_the_connected_role_owns_the_audit_table(audit
     assert "owns, UPDATE, DELETE, TRUNCATE on audit_auditevent" in warning.msg
 
 
-def test_the_app_role_passes_the_role_check_and_can_run_audit_verify(
-    audit_app_role, event, tmp_path
-):
-    role = audit_app_role
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+def _app_env(role: dict[str, str], checkpoints: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
     env.update(
         DATABASE_URL=(
             f"postgres://{role['user']}:{role['password']}@{role['host']}:{role['port']}/"
             f"{role['dbname']}"
         ),
-        AUDIT_CHECKPOINT_FILE=str(tmp_path / "checkpoints.jsonl"),
+        AUDIT_CHECKPOINT_FILE=str(checkpoints),
     )
+    return env
+
+
+def test_the_app_role_passes_the_role_check_and_can_run_audit_verify(
+    audit_app_role, event, tmp_path
+):
+    env = _app_env(audit_app_role, tmp_path / "checkpoints.jsonl")
     result = subprocess.run(
         [sys.executable, "manage.py", "audit_verify"],
         cwd=ROOT,
@@ -110,3 +119,32 @@ def test_the_app_role_passes_the_role_check_and_can_run_audit_verify(
     assert "audit.W001" not in result.stderr + result.stdout
     assert "1 events verified" in result.stdout
     assert (tmp_path / "checkpoints.jsonl").read_text().count("\n") == 1
+
+
+def _wait_for_a_line(path: Path, *, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().endswith("\n"):
+            return
+        time.sleep(0.5)
+
+
+def test_a_celery_worker_running_as_the_app_role_checkpoints_the_chain(
+    audit_app_role, event, tmp_path
+):
+    checkpoints = tmp_path / "checkpoints.jsonl"
+    queue = f"audit-{uuid.uuid4().hex[:8]}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo",
+         "--queues", queue, "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
+        cwd=ROOT, env=_app_env(audit_app_role, checkpoints), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        celery_app.send_task(CHECKPOINT_TASK, queue=queue)
+        _wait_for_a_line(checkpoints, timeout_s=60)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    [line] = checkpoints.read_text().splitlines()
+    assert json.loads(line)["head_hash"] == event.hash
