@@ -27,8 +27,11 @@ def audit_app_role(django_db_setup, django_db_blocker) -> dict[str, str]:
     """A second login role on the test database with the app's production grants (README,
     Production): everything on the other tables, only INSERT and SELECT on the audit table.
     The tests themselves connect as the owner, which may empty the audit table between tests."""
+    if connection.vendor != "postgresql":
+        pytest.skip("database roles need PostgreSQL")
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         name = connection.settings_dict["NAME"]
+        assert name.startswith("test_"), f"grants only on a test database, not {name}"
         cursor.execute(
             f"DO $$ BEGIN CREATE ROLE {APP_ROLE} LOGIN; "
             "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
