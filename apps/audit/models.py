@@ -4,8 +4,10 @@ The database itself refuses UPDATE, DELETE and TRUNCATE on this table (migration
 TRUNCATE only by the owner), so the app's role can only add rows; each row's hash covers the
 previous row's hash, and checkpoints of the head kept outside the database
 (apps/audit/checkpoints.py) pin the chain, so ``manage.py audit_verify`` finds an edit, deletion,
-renumbering or rewrite made behind the triggers' back, even by the table's owner. Note for future migrations: SQLite
-rebuilds a table on most ALTERs and drops its triggers; re-create them in the same migration.
+renumbering or rewrite made behind the triggers' back, even by the table's owner.
+
+Note for future migrations: SQLite rebuilds a table on most ALTERs and drops its triggers;
+re-create them in the same migration.
 """
 
 from __future__ import annotations
