@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
-from apps.audit.checks import check_audit_role
+from apps.audit.checks import check_audit_table
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, audit_record
 from apps.audit.tasks import CHECKPOINT_TASK
@@ -86,9 +86,21 @@ def test_the_app_role_can_still_append_to_and_read_the_chain(audit_app_role, eve
 
 
 def test_the_role_check_warns_when_the_connected_role_owns_the_audit_table(audit_app_role):
-    [warning] = check_audit_role()
+    [warning] = check_audit_table()
     assert warning.id == "audit.W001"
     assert "owns, UPDATE, DELETE, TRUNCATE on audit_auditevent" in warning.msg
+
+
+def test_the_check_warns_when_the_append_only_triggers_are_disabled(audit_app_role):
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_refuse_truncate")
+    try:
+        warnings = {warning.id: warning for warning in check_audit_table()}
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_refuse_truncate")
+    assert "(1 of 2 enabled)" in warnings["audit.W002"].msg
+    assert "audit.W002" not in {warning.id for warning in check_audit_table()}
 
 
 def _app_env(role: dict[str, str], checkpoints: Path) -> dict[str, str]:
