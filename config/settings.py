@@ -308,7 +308,16 @@ BENCHMARK_UPLOAD_MAX_RAW_BYTES = env_int(
 # Decisions: retest triggers are swept periodically; a fired trigger may POST to a webhook.
 DECISIONS_SWEEP_INTERVAL_S = env_int("DECISIONS_SWEEP_INTERVAL_S", 3600, minimum=60)
 DECISIONS_WEBHOOK_URL = env_str("DECISIONS_WEBHOOK_URL", "")
+# Audit: the chain's head is checkpointed outside the database (apps/audit/checkpoints.py).
+AUDIT_CHECKPOINT_FILE = Path(
+    env_str("AUDIT_CHECKPOINT_FILE", str(VAR_DIR / "audit-checkpoints.jsonl"))
+)
+AUDIT_CHECKPOINT_INTERVAL_S = env_int("AUDIT_CHECKPOINT_INTERVAL_S", 3600, minimum=60)
 CELERY_BEAT_SCHEDULE: dict = {
+    "audit.checkpoint": {
+        "task": "audit.checkpoint",
+        "schedule": float(AUDIT_CHECKPOINT_INTERVAL_S),
+    },
     "benchmarks.reap_expired_leases": {
         "task": "benchmarks.reap_expired_leases",
         "schedule": float(RUNNER_REAP_INTERVAL_S),

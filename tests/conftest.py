@@ -18,17 +18,57 @@ from apps.accounts.models import Membership, Team
 PASSWORD = "correct-horse-battery-staple"
 
 
+APP_ROLE = "stackselect_app_test"
+APP_ROLE_PASSWORD = "app-role-test-only"
+
+
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
-    """Let the test database be emptied between tests despite the audit table's TRUNCATE guard."""
-    with django_db_blocker.unblock():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                name = connection.settings_dict["NAME"]
-                cursor.execute(
-                    f"ALTER DATABASE \"{name}\" SET stackselect.audit_allow_truncate = 'on'"
-                )
-            connection.close()
+def audit_app_role(django_db_setup, django_db_blocker) -> dict[str, str]:
+    """A second login role on the test database with the app's production grants (README,
+    Production): everything on the other tables, only INSERT and SELECT on the audit table.
+    The tests themselves connect as the owner, which may empty the audit table between tests."""
+    if connection.vendor != "postgresql":
+        pytest.skip("database roles need PostgreSQL")
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.settings_dict["NAME"]
+        assert name.startswith("test_"), f"grants only on a test database, not {name}"
+        cursor.execute(
+            f"DO $$ BEGIN CREATE ROLE {APP_ROLE} LOGIN; "
+            "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        )
+        cursor.execute(f"ALTER ROLE {APP_ROLE} LOGIN PASSWORD %s", [APP_ROLE_PASSWORD])
+        for grant in APP_ROLE_GRANTS:
+            cursor.execute(grant.format(role=APP_ROLE, database=name))
+    settings_dict = connection.settings_dict
+    yield {
+        "dbname": name,
+        "user": APP_ROLE,
+        "password": APP_ROLE_PASSWORD,
+        "host": settings_dict["HOST"] or "127.0.0.1",
+        "port": str(settings_dict["PORT"] or 5432),
+    }
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(f"DROP OWNED BY {APP_ROLE}")
+        cursor.execute(  # still granted in another test database: that session drops it
+            f"DO $$ BEGIN DROP ROLE IF EXISTS {APP_ROLE}; "
+            "EXCEPTION WHEN dependent_objects_still_exist THEN NULL; END $$"
+        )
+
+
+# The same statements as README, Production (there for role stackselect_app).
+APP_ROLE_GRANTS = (
+    'GRANT CONNECT ON DATABASE "{database}" TO {role}',
+    "GRANT USAGE ON SCHEMA public TO {role}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+    "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    "REVOKE UPDATE, DELETE, TRUNCATE ON audit_auditevent FROM {role}",
+)
+
+
+@pytest.fixture(autouse=True)
+def _audit_checkpoints_per_test(settings, tmp_path):
+    """Each test's chain starts empty, so each gets its own checkpoint file."""
+    settings.AUDIT_CHECKPOINT_FILE = tmp_path / "audit-checkpoints.jsonl"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,9 +1,13 @@
 """The append-only, hash-chained audit trail.
 
-The database itself refuses UPDATE, DELETE and TRUNCATE on this table (see migration 0002), so
-rows can only be added; each row's hash covers the previous row's hash, so an edit made behind
-the triggers' back is found by ``manage.py audit_verify``. Note for future migrations: SQLite
-rebuilds a table on most ALTERs and drops its triggers; re-create them in the same migration.
+The database itself refuses UPDATE, DELETE and TRUNCATE on this table (migrations 0002, 0003:
+TRUNCATE only by the owner), so the app's role can only add rows; each row's hash covers the
+previous row's hash, and checkpoints of the head kept outside the database
+(apps/audit/checkpoints.py) pin the chain, so ``manage.py audit_verify`` finds an edit, deletion,
+renumbering or rewrite made behind the triggers' back, even by the table's owner.
+
+Note for future migrations: SQLite rebuilds a table on most ALTERs and drops its triggers;
+re-create them in the same migration.
 """
 
 from __future__ import annotations

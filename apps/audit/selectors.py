@@ -25,7 +25,8 @@ def audit_events_visible_to(*, user: Any, team: Any) -> QuerySet[AuditEvent]:
     return events.filter(team=team)
 
 
-def _chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+def chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+    """(id, prev_hash, hash, hashed fields) of every event in id order, read in batches."""
     columns = ["id", "prev_hash", "hash", *HASHED_FIELDS]
     for row in (
         AuditEvent.objects.order_by("id").values(*columns).iterator(chunk_size=_VERIFY_BATCH)
@@ -35,7 +36,7 @@ def _chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
 
 
 def audit_chain_first_break() -> ChainBreak | None:
-    return find_first_break(_chain_rows())
+    return find_first_break(chain_rows())
 
 
 @dataclass(frozen=True)

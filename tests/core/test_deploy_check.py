@@ -7,9 +7,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_check_deploy_is_clean_under_production_settings():
+def test_check_deploy_is_clean_under_production_settings(audit_app_role):
+    """As in production, the app connects as a role that may only INSERT and SELECT the audit
+    table (README, Production); as the owner the audit role check (audit.W001) would warn."""
+    role = audit_app_role
     env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
     env.update(
+        DATABASE_URL=(
+            f"postgres://{role['user']}:{role['password']}@{role['host']}:{role['port']}/"
+            f"{role['dbname']}"
+        ),
         SECRET_KEY=secrets.token_urlsafe(50),
         SECURE_SSL_REDIRECT="true",
         SECURE_HSTS_SECONDS="31536000",
