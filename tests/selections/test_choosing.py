@@ -257,3 +257,12 @@ def test_unchosen_and_other_teams_candidates_cannot_be_compared(
 def test_an_outsider_gets_404_on_the_compare_view(wide, alice_client, charlie_client):
     picks = choose(alice_client, wide, [1, 2])
     assert compare(charlie_client, wide, picks).status_code == 404
+
+
+def test_a_gpu_count_that_is_no_number_is_a_form_error_not_a_500(wide, alice_client):
+    response = alice_client.get(f"/selections/{wide.pk}/plan/?gpu_count=two")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Enter a whole number." in page
+    assert rows_of(page) == 50, "the list stays unfiltered"
