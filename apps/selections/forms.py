@@ -370,9 +370,21 @@ class CandidateFilterForm(forms.Form):
 
 
 class PlanFilterForm(CandidateFilterForm):
-    """The plan page lists kept candidates only, so it has no reason code."""
+    """The plan page's filters offer the values its kept candidates have (no reason code:
+    it lists kept candidates only)."""
 
     code = None
+
+    def __init__(self, *args: Any, values: dict[str, list[Any]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, options in values.items():
+            field = self.fields[name]
+            self.fields[name] = forms.TypedChoiceField(
+                required=False,
+                label=field.label,
+                coerce=type(options[0]) if options else str,
+                choices=[("", "any")] + [(option, option) for option in options],
+            )
 
 
 def posted_ids(values: list[str]) -> list[int]:

@@ -91,6 +91,17 @@ def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
     return kept.filter(chosen=True)
 
 
+def kept_stack_values(*, selection: Selection) -> dict[str, list[Any]]:
+    """The distinct engines, accelerators, precisions and GPU counts among the kept candidates:
+    the choices of the plan page's filters."""
+    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
+    fields = (*STACK_FILTERS.values(), "gpu_count")
+    return {
+        field: sorted(set(kept.values_list(f"stack__{field}", flat=True)) - {None})
+        for field in fields
+    }
+
+
 def chosen_ids(*, selection: Selection) -> set[int]:
     return set(chosen_candidates(selection=selection).values_list("pk", flat=True))
 

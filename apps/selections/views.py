@@ -245,7 +245,8 @@ def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
     selection = selectors.selection_get(team=request.team, selection_id=selection_id)
     if request.method == "POST":
         return _save_choice(request, selection)
-    filters = PlanFilterForm(request.GET or None)
+    values = selectors.kept_stack_values(selection=selection)
+    filters = PlanFilterForm(request.GET or None, values=values)
     params = {key: value for key, value in request.GET.items() if value}
     kept = selectors.candidates_filtered(
         selection=selection, outcome=CandidateOutcome.KEPT, params=params

@@ -87,6 +87,7 @@ def test_the_tray_unchooses_with_the_keyboard(page, alice, acme):
     page.keyboard.press("Space")
     page.click("#plan-form button[type=submit]")
     assert page.locator("#chosen-tray tr[data-chosen]").count() == 1
+    screenshot(page, "selection-plan-filters-and-tray")
 
     page.get_by_role("button", name=f"Unchoose #{FAR_RANK}").focus()
     page.keyboard.press("Enter")

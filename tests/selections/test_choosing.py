@@ -259,10 +259,22 @@ def test_an_outsider_gets_404_on_the_compare_view(wide, alice_client, charlie_cl
     assert compare(charlie_client, wide, picks).status_code == 404
 
 
-def test_a_gpu_count_that_is_no_number_is_a_form_error_not_a_500(wide, alice_client):
+def test_a_value_no_kept_candidate_has_is_a_form_error_not_a_500(wide, alice_client):
     response = alice_client.get(f"/selections/{wide.pk}/plan/?gpu_count=two")
 
     assert response.status_code == 200
     page = response.content.decode()
-    assert "Enter a whole number." in page
+    assert "Select a valid choice. two is not one of the available choices." in page
     assert rows_of(page) == 50, "the list stays unfiltered"
+
+
+def test_the_plan_filters_offer_the_values_the_kept_candidates_have(wide, alice_client):
+    page = alice_client.get(f"/selections/{wide.pk}/plan/").content.decode()
+    kept = list(wide.candidates.filter(outcome="kept"))
+
+    for field in ("engine", "accelerator", "precision", "gpu_count"):
+        values = {c.stack[field] for c in kept}
+        assert page.count(f'<select name="{field}"') == 1
+        for value in values:
+            assert f'<option value="{value}"' in page
+    assert '<option value="fp8"' not in page
