@@ -361,8 +361,63 @@ class TraceUploadForm(forms.Form):
 
 
 class CandidateFilterForm(forms.Form):
+    q = forms.CharField(required=False, label="Search")
     engine = forms.CharField(required=False)
     accelerator = forms.CharField(required=False)
     precision = forms.CharField(required=False)
-    gpu_count = forms.IntegerField(required=False, min_value=1)
+    gpu_count = forms.IntegerField(required=False, min_value=1, label="GPU count")
     code = forms.CharField(required=False, label="Reason code")
+
+
+class PlanFilterForm(CandidateFilterForm):
+    """The plan page's filters offer the values its kept candidates have (no reason code:
+    it lists kept candidates only)."""
+
+    code = None
+
+    def __init__(self, *args: Any, values: dict[str, list[Any]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, options in values.items():
+            field = self.fields[name]
+            self.fields[name] = forms.TypedChoiceField(
+                required=False,
+                label=field.label,
+                coerce=type(options[0]) if options else str,
+                choices=[("", "any")] + [(option, option) for option in options],
+            )
+
+
+def posted_ids(values: list[str]) -> list[int]:
+    """The whole numbers among posted candidate ids; anything else cannot name a candidate."""
+    return [int(value) for value in values if value.isdigit() and len(value) < 19]
+
+
+# How many candidates the compare view sets side by side.
+COMPARE_MIN, COMPARE_MAX = 2, 4
+
+
+class CompareForm(forms.Form):
+    """Two to four of the selection's chosen candidates, by id (?ids=1&ids=2)."""
+
+    ids = forms.ModelMultipleChoiceField(
+        queryset=None,
+        label="Candidates to compare",
+        error_messages={
+            "invalid_choice": "Only candidates chosen for this selection can be compared.",
+            "invalid_pk_value": "Only candidates chosen for this selection can be compared.",
+            "required": f"Tick {COMPARE_MIN} to {COMPARE_MAX} chosen candidates to compare.",
+        },
+    )
+
+    def __init__(self, *args: Any, selection: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["ids"].queryset = selectors.chosen_candidates(selection=selection)
+
+    def clean_ids(self) -> Any:
+        chosen = self.cleaned_data["ids"]
+        if not COMPARE_MIN <= len(chosen) <= COMPARE_MAX:
+            raise forms.ValidationError(
+                f"Tick {COMPARE_MIN} to {COMPARE_MAX} chosen candidates to compare; "
+                f"you ticked {len(chosen)}."
+            )
+        return chosen

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
@@ -71,12 +72,38 @@ def candidates_filtered(
             candidates = candidates.filter(**{f"stack__{key}": params[param]})
     if params.get("gpu_count", "").isdigit():
         candidates = candidates.filter(stack__gpu_count=int(params["gpu_count"]))
+    if params.get("q"):
+        # Free text matches any part of the stack (engine, version, backend, layers, hardware).
+        candidates = candidates.alias(stack_text=Cast("stack", TextField())).filter(
+            stack_text__icontains=params["q"]
+        )
     if outcome == CandidateOutcome.DROPPED and params.get("code"):
         # The quoted code matches a JSON string value on every database backend.
         candidates = candidates.filter(reasons__icontains=f'"{params["code"]}"')
     return candidates.only(
         "id", "rank", "stack", "score", "estimate", "hints", "reasons", "capability_ids", "chosen"
     ).order_by("rank", "id")
+
+
+def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
+    """The kept candidates chosen for benchmarking, best first: the tray on every page."""
+    kept = candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
+    return kept.filter(chosen=True)
+
+
+def kept_stack_values(*, selection: Selection) -> dict[str, list[Any]]:
+    """The distinct engines, accelerators, precisions and GPU counts among the kept candidates:
+    the choices of the plan page's filters."""
+    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
+    fields = (*STACK_FILTERS.values(), "gpu_count")
+    return {
+        field: sorted(set(kept.values_list(f"stack__{field}", flat=True)) - {None})
+        for field in fields
+    }
+
+
+def chosen_ids(*, selection: Selection) -> set[int]:
+    return set(chosen_candidates(selection=selection).values_list("pk", flat=True))
 
 
 @dataclass(frozen=True)

@@ -23,4 +23,5 @@ urlpatterns = [
     ),
     path("<int:selection_id>/archive/", views.selection_archive, name="archive"),
     path("<int:selection_id>/plan/", views.plan, name="plan"),
+    path("<int:selection_id>/compare/", views.compare, name="compare"),
 ]

@@ -14,7 +14,14 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.selections import charts, selectors, services
 from apps.selections.api.serializers import SelectionInputSerializer
 from apps.selections.choices import CandidateOutcome, ComputeState
-from apps.selections.forms import CandidateFilterForm, GoalForm, TraceUploadForm
+from apps.selections.forms import (
+    CandidateFilterForm,
+    CompareForm,
+    GoalForm,
+    PlanFilterForm,
+    TraceUploadForm,
+    posted_ids,
+)
 from apps.selections.models import Selection
 
 PAGE_SIZE = 25
@@ -162,11 +169,44 @@ def selection_archive(request: HttpRequest, selection_id: int) -> HttpResponse:
     return render(request, "selections/selection_archive.html", context)
 
 
+def _save_choice(request: HttpRequest, selection: Selection) -> HttpResponse:
+    """Apply one page's ticks to the stored choice and come back to the same page.
+
+    The page posts the ids it showed (`shown`), the ones ticked among them (`chosen`) and any
+    the tray unchose (`unchoose`); picks made on other pages of the list stay chosen.
+    """
+    shown = set(posted_ids(request.POST.getlist("shown")))
+    ticked = set(posted_ids(request.POST.getlist("chosen")))
+    unchosen = set(posted_ids(request.POST.getlist("unchoose")))
+    kept = selectors.chosen_ids(selection=selection) - shown
+    try:
+        count = services.candidates_choose(
+            actor_user=request.user,
+            selection=selection,
+            candidate_ids=sorted((kept | ticked) - unchosen),
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        word = "candidate" if count == 1 else "candidates"
+        messages.success(request, f"{count} {word} chosen for the benchmark plan.")
+    return redirect(request.get_full_path())
+
+
+def _query_without_pages(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    query.pop("dpage", None)
+    return query.urlencode()
+
+
 @login_required
 def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     """Step 2. Ranked kept stacks with estimates and hints, the goodput chart, and the dropped
-    stacks grouped by reason."""
+    stacks grouped by reason; ticking a kept stack chooses it for benchmarking (POST)."""
     selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    if request.method == "POST":
+        return _save_choice(request, selection)
     filters = CandidateFilterForm(request.GET or None)
     params = {key: value for key, value in request.GET.items() if value}
     kept = selectors.candidates_filtered(
@@ -179,9 +219,6 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     dropped_page = Paginator(dropped, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("dpage"))
     curves = selectors.leading_curves(selection=selection)
     measured = selectors.measured_for(candidates=page.object_list)
-    query = request.GET.copy()
-    query.pop("page", None)
-    query.pop("dpage", None)
     context = {
         "selection": selection,
         "filters": filters,
@@ -191,37 +228,58 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
         "chart": charts.goodput_chart(curves) if curves else None,
         "computing": selection.computation in (ComputeState.QUEUED, ComputeState.RUNNING),
         "rows": [(candidate, measured.get(candidate.pk, [])) for candidate in page.object_list],
-        "query": query.urlencode(),
+        "chosen": selectors.chosen_candidates(selection=selection),
+        "query": _query_without_pages(request),
         "step": "candidates",
     }
     return render(request, "selections/candidate_list.html", context)
 
 
-# How many of the best kept stacks the plan step offers (each backend is its own stack).
-PLAN_CHOICES = 200
+PLAN_PAGE_SIZE = 50
 
 
 @login_required
 def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
-    """Step 3. Choose candidates for benchmarking, then go on to create the plan."""
+    """Step 3. Filter, search and page the whole kept list to choose candidates for
+    benchmarking (the chosen ones stay listed above), then go on to create the plan."""
     selection = selectors.selection_get(team=request.team, selection_id=selection_id)
-    kept = selectors.candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
     if request.method == "POST":
-        ids = [int(value) for value in request.POST.getlist("chosen") if value.isdigit()]
-        try:
-            count = services.candidates_choose(
-                actor_user=request.user, selection=selection, candidate_ids=ids
-            )
-        except ValidationError as error:
-            messages.error(request, " ".join(error.messages))
-        else:
-            messages.success(request, f"{count} candidates chosen for the benchmark plan.")
-            return redirect("selections:plan", selection_id=selection.pk)
-    leaders = kept[:PLAN_CHOICES]
+        return _save_choice(request, selection)
+    values = selectors.kept_stack_values(selection=selection)
+    filters = PlanFilterForm(request.GET or None, values=values)
+    params = {key: value for key, value in request.GET.items() if value}
+    kept = selectors.candidates_filtered(
+        selection=selection, outcome=CandidateOutcome.KEPT, params=params
+    )
+    chosen = list(selectors.chosen_candidates(selection=selection))
     context = {
         "selection": selection,
-        "leaders": leaders,
-        "chosen_count": sum(candidate.chosen for candidate in leaders),
+        "filters": filters,
+        "page": Paginator(kept, PLAN_PAGE_SIZE).get_page(request.GET.get("page")),
+        "any_kept": selection.candidates.filter(outcome=CandidateOutcome.KEPT).exists(),
+        "chosen": chosen,
+        "chosen_count": len(chosen),
+        "query": _query_without_pages(request),
         "step": "plan",
     }
     return render(request, "selections/plan.html", context)
+
+
+@login_required
+@require_GET
+def compare(request: HttpRequest, selection_id: int) -> HttpResponse:
+    """Two to four chosen candidates side by side: stack layers, estimate, hints, evidence."""
+    selection = selectors.selection_get(team=request.team, selection_id=selection_id)
+    form = CompareForm(request.GET, selection=selection)
+    if not form.is_valid():
+        context = {"selection": selection, "form": form, "step": "plan"}
+        return render(request, "selections/compare.html", context, status=400)
+    candidates = list(form.cleaned_data["ids"])
+    measured = selectors.measured_for(candidates=candidates)
+    context = {
+        "selection": selection,
+        "form": form,
+        "columns": [(candidate, measured.get(candidate.pk, [])) for candidate in candidates],
+        "step": "plan",
+    }
+    return render(request, "selections/compare.html", context)

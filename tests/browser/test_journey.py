@@ -110,7 +110,7 @@ def choose_three_engines(page, journey: Journey) -> list[str]:
     engines: list[str] = []
     for index in range(rows.count()):
         row = rows.nth(index)
-        engine = row.locator("td").nth(2).inner_text().split()[0]
+        engine = row.get_attribute("data-engine")
         if engine not in engines:
             engines.append(engine)
             row.locator("input[name=chosen]").check()

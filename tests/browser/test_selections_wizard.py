@@ -45,4 +45,4 @@ def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice, monkeyp
     page.click("text=Next: benchmark plan")
     page.locator("#plan-form input[name=chosen]").first.check()
     page.click("#plan-form button[type=submit]")
-    assert "1 candidates chosen" in page.locator(".messages").inner_text()
+    assert "1 candidate chosen" in page.locator(".messages").inner_text()
