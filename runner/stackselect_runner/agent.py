@@ -24,6 +24,7 @@ from stackselect_runner.config import (
     load_credentials,
     save_credentials,
 )
+from stackselect_runner.devices import DevicePool, device_variables
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.jobrun import JobRunner
 from stackselect_runner.probe import probe_environment
@@ -91,8 +92,9 @@ def start(args: argparse.Namespace) -> None:
     credentials = _credentials()
     settings = _settings()
     api = RunnerApi(credentials.url, credentials.credential)
+    probe = probe_environment(settings.simulated or credentials.simulated)
     try:
-        answer = api.send_probe(probe_environment(settings.simulated or credentials.simulated))
+        answer = api.send_probe(probe)
     except CredentialRejected as exc:
         raise CommandError(f"credential rejected (revoked or rotated?): {exc.detail}") from None
     except ApiError as exc:
@@ -105,12 +107,17 @@ def start(args: argparse.Namespace) -> None:
     )
     interval_s = answer.get("heartbeat_interval_s") or credentials.heartbeat_interval_s
     heartbeat = Heartbeat(api, float(interval_s))
-    job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr)
-    app = build_worker_app(credentials, settings, job_runner)
-    print(f"runner {credentials.runner_id}: consuming {', '.join(queues)}", flush=True)
+    devices = DevicePool(int(probe["gpu_count"]), device_variables(probe))
+    job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr, devices=devices)
+    app = build_worker_app(credentials, settings, job_runner, devices.slots)
+    print(
+        f"runner {credentials.runner_id}: consuming {', '.join(queues)} "
+        f"({devices.slots} job slot(s), {devices.gpu_count} GPU(s))",
+        flush=True,
+    )
     heartbeat.start()
     try:
-        app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel))
+        app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel, devices.slots))
     finally:
         heartbeat.stop()
 
@@ -128,7 +135,7 @@ def status(args: argparse.Namespace) -> None:
         print(f"simulating:  {simulated.gpu_count} x {simulated.accelerator}")
     api = RunnerApi(credentials.url, credentials.credential, timeout_s=10)
     try:
-        answer = api.heartbeat(None, None, retry=NO_RETRY)
+        answer = api.heartbeat([], retry=NO_RETRY)
     except CredentialRejected as exc:
         raise CommandError(f"server reachable, credential rejected: {exc.detail}") from None
     except ApiUnreachable as exc:
