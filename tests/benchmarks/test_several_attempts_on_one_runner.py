@@ -7,6 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.benchmarks import dispatch
+from apps.benchmarks.dispatch import reap_expired_leases
 from apps.benchmarks.models import JobAttempt
 from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
@@ -93,3 +95,27 @@ def test_the_single_attempt_heartbeat_still_answers_in_both_forms(
     answer = api.post("heartbeat", {"attempt_id": attempt.pk}).json()
     assert answer["cancel"] is False and answer["lease_expires_at"] is not None
     assert [entry["attempt_id"] for entry in answer["attempts"]] == [attempt.pk]
+
+
+def test_a_stale_dispatch_is_sent_again_only_while_a_busy_runner_has_a_gpu_free(
+    alice, acme, rows, two_gpu_runner, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    _, api = two_gpu_runner
+    first, second, third = _attempts(alice, acme, rows, 3)
+    api.post(f"attempts/{first.pk}/claim")  # one of its two GPUs is taken
+    stale = timezone.now() - timedelta(seconds=settings.RUNNER_REDISPATCH_AFTER_S + 1)
+    JobAttempt.objects.filter(pk__in=[second.pk, third.pk]).update(published_at=stale)
+    sent: list[int] = []
+    monkeypatch.setattr(
+        dispatch.celery_app,
+        "send_task",
+        lambda name, **options: sent.append(options["kwargs"]["attempt_id"]),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reap_expired_leases().republished == 2
+    assert sorted(sent) == [second.pk, third.pk]
+
+    api.post(f"attempts/{second.pk}/claim")  # now both GPUs are taken
+    JobAttempt.objects.filter(pk=third.pk).update(published_at=stale)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reap_expired_leases().republished == 0
