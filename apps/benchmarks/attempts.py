@@ -2,7 +2,8 @@
 
 A runner reaches only its own team's attempts (another team's look missing: 404), claims only
 attempts its labels fit (403), and after the claim only the attempts it holds. The claim is a
-conditional update, so a second delivery or a superseded attempt is refused (409).
+conditional update, so a second delivery or a superseded attempt is refused (409). A runner
+holds several attempts at once while their GPU counts fit its GPUs (a claim beyond that: 409).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from apps.benchmarks.choices import (
     JobState,
     PlanMode,
 )
-from apps.benchmarks.dispatch import job_finish, lease_deadline, pending_jobs_reroute, runner_fits
+from apps.benchmarks.dispatch import (
+    gpus_in_use,
+    has_room,
+    job_finish,
+    lease_deadline,
+    pending_jobs_reroute,
+    runner_fits,
+)
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit
@@ -97,6 +105,15 @@ def attempt_claim(*, runner: Runner, attempt_id: int) -> JobAttempt:
             f"This runner's labels do not fit the job ({job.engine.get('adapter')} on "
             f"{job.gpu_count} x {job.accelerator})."
         )
+    # Serialise this runner's claims, so two at once cannot both take its last free GPU.
+    Runner.objects.select_for_update().filter(pk=runner.pk).first()
+    if attempt.state == AttemptState.DISPATCHED and not has_room(
+        runner, job.gpu_count, gpus_in_use([runner.pk])
+    ):
+        raise ConflictError(
+            f"This runner's GPUs are taken by its other attempts; {job.gpu_count} more do not fit.",
+            code="runner_full",
+        )
     now = timezone.now()
     claimed = JobAttempt.objects.filter(
         pk=attempt.pk, state=AttemptState.DISPATCHED, job__cancel_requested=False
@@ -164,32 +181,66 @@ def _store_progress(attempt: JobAttempt, progress: Any, now: datetime, runner: R
 
 
 @dataclass(frozen=True)
+class AttemptBeat:
+    """The answer for one attempt of a heartbeat: stop it, or its new lease."""
+
+    attempt_id: int
+    cancel: bool
+    lease_expires_at: datetime | None
+
+
+@dataclass(frozen=True)
 class HeartbeatAnswer:
+    """`attempts` answers each attempt sent; `cancel`/`lease_expires_at` repeat the answer
+    for a single attempt, for runners that send only `attempt_id`."""
+
     cancel: bool
     lease_expires_at: datetime | None
     queues: list[str]
+    attempts: list[AttemptBeat]
 
 
-def runner_heartbeat(*, runner: Runner, attempt_id: int | None, progress: Any) -> HeartbeatAnswer:
-    """Extend the lease of the runner's attempt; `cancel` tells the runner to stop it."""
+def _beat_one(runner: Runner, attempt_id: int, progress: Any) -> AttemptBeat:
+    attempt = _own_attempt(runner, attempt_id)
+    now = timezone.now()
+    lease = lease_deadline(now)
+    extended = JobAttempt.objects.filter(
+        pk=attempt.pk, runner=runner, state__in=ATTEMPT_LEASED
+    ).update(lease_expires_at=lease)
+    if extended and progress is not None:
+        _store_progress(attempt, progress, now, runner)
+    elif extended:
+        _start_if_claimed(attempt, now, runner)
+    cancel = not extended or attempt.job.cancel_requested
+    return AttemptBeat(attempt.pk, cancel, lease if extended else None)
+
+
+def runner_heartbeat(
+    *,
+    runner: Runner,
+    attempt_id: int | None = None,
+    progress: Any = None,
+    attempts: list[dict[str, Any]] | None = None,
+) -> HeartbeatAnswer:
+    """Extend the leases of the runner's attempts; `cancel` tells the runner to stop one.
+
+    `attempts` ([{attempt_id, progress}]) carries every job of a runner that runs several at
+    once; without it, the single `attempt_id` (and its progress) is the one beat.
+    """
     if runner_heartbeat_touch(runner=runner):
         pending_jobs_reroute(team_id=runner.team_id)
-    if attempt_id is None:
-        return HeartbeatAnswer(cancel=False, lease_expires_at=None, queues=runner_queues(runner))
+    if attempts is None:
+        attempts = [] if attempt_id is None else [{"attempt_id": attempt_id, "progress": progress}]
     with transaction.atomic():
-        attempt = _own_attempt(runner, attempt_id)
-        now = timezone.now()
-        lease = lease_deadline(now)
-        extended = JobAttempt.objects.filter(
-            pk=attempt.pk, runner=runner, state__in=ATTEMPT_LEASED
-        ).update(lease_expires_at=lease)
-        if extended and progress is not None:
-            _store_progress(attempt, progress, now, runner)
-        elif extended:
-            _start_if_claimed(attempt, now, runner)
-        cancel = not extended or attempt.job.cancel_requested
+        beats = [
+            _beat_one(runner, entry["attempt_id"], entry.get("progress")) for entry in attempts
+        ]
+    single = beats[0] if len(beats) == 1 else None
     return HeartbeatAnswer(
-        cancel=cancel, lease_expires_at=lease if extended else None, queues=runner_queues(runner)
+        cancel=bool(single and single.cancel),
+        lease_expires_at=single.lease_expires_at if single else None,
+        queues=runner_queues(runner),
+        attempts=beats,
     )
 
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from apps.audit.services import Actor, audit_record
@@ -41,16 +41,23 @@ DISPATCHER = Actor.system("dispatcher")
 REAPER = Actor.system("reaper")
 
 
-def publish_attempt(*, attempt_id: int, queue: str) -> None:
-    """Put the attempt on its queue; call it on commit so a runner never sees an unsaved row."""
-    celery_app.send_task(RUN_ATTEMPT_TASK, kwargs={"attempt_id": attempt_id}, queue=queue)
+def publish_attempt(*, attempt_id: int, queue: str, gpu_count: int) -> None:
+    """Put the attempt on its queue; call it on commit so a runner never sees an unsaved row.
+
+    `gpu_count` lets a multi-GPU runner reserve the job's devices before it claims the job.
+    """
+    kwargs = {"attempt_id": attempt_id, "gpu_count": gpu_count}
+    celery_app.send_task(RUN_ATTEMPT_TASK, kwargs=kwargs, queue=queue)
     JobAttempt.objects.filter(pk=attempt_id).update(published_at=timezone.now())
 
 
 def _publish_on_commit(attempt: JobAttempt) -> None:
-    attempt_id, queue = attempt.pk, attempt.queue
+    attempt_id, queue, gpu_count = attempt.pk, attempt.queue, attempt.job.gpu_count
     # robust: a broker outage is logged, not raised; the reaper sends unpublished attempts again.
-    transaction.on_commit(lambda: publish_attempt(attempt_id=attempt_id, queue=queue), robust=True)
+    transaction.on_commit(
+        lambda: publish_attempt(attempt_id=attempt_id, queue=queue, gpu_count=gpu_count),
+        robust=True,
+    )
 
 
 def job_needs(job: BenchmarkJob) -> JobNeeds:
@@ -60,6 +67,20 @@ def job_needs(job: BenchmarkJob) -> JobNeeds:
 
 def runner_fits(runner: Runner, job: BenchmarkJob) -> bool:
     return unfit_reason(labels_of(runner), job_needs(job)) is None
+
+
+def gpus_in_use(runner_ids: list[int] | None = None) -> dict[int, int]:
+    """GPUs held by each runner's leased attempts: a runner runs jobs side by side while
+    their GPU counts fit its own."""
+    leased = JobAttempt.objects.filter(state__in=ATTEMPT_LEASED, runner__isnull=False)
+    if runner_ids is not None:
+        leased = leased.filter(runner_id__in=runner_ids)
+    rows = leased.values("runner_id").annotate(gpus=Sum("job__gpu_count"))
+    return {row["runner_id"]: int(row["gpus"] or 0) for row in rows}
+
+
+def has_room(runner: Runner, gpu_count: int, in_use: dict[int, int]) -> bool:
+    return in_use.get(runner.pk, 0) + gpu_count <= labels_of(runner).gpu_count
 
 
 def _active_runners(team_id: int) -> list[Runner]:
@@ -290,7 +311,7 @@ def _reap_one(attempt_id: int, now: datetime, report: ReapReport) -> None:
 
 
 def _republish_stale_dispatches(now: datetime, report: ReapReport) -> None:
-    """Send again an attempt that an idle online runner should have taken long ago.
+    """Send again an attempt that an online runner with room should have taken long ago.
 
     A broker that lost its messages (Redis restarted without persistence) would otherwise
     strand the job; a duplicate is harmless, since the second claim is refused.
@@ -299,13 +320,11 @@ def _republish_stale_dispatches(now: datetime, report: ReapReport) -> None:
     attempts = JobAttempt.objects.filter(
         state=AttemptState.DISPATCHED, job__cancel_requested=False
     ).filter(Q(published_at__lt=stale) | Q(published_at__isnull=True, dispatched_at__lt=stale))
-    busy_runner_ids = set(
-        JobAttempt.objects.filter(state__in=ATTEMPT_LEASED).values_list("runner_id", flat=True)
-    )
+    in_use = gpus_in_use()
     for attempt in attempts.select_related("job"):
         job = attempt.job
         runners = eligible_runners(team_id=job.team_id, needs=job_needs(job))
-        if not any(is_online(r, now=now) and r.pk not in busy_runner_ids for r in runners):
+        if not any(is_online(r, now=now) and has_room(r, job.gpu_count, in_use) for r in runners):
             continue
         with transaction.atomic():
             if JobAttempt.objects.filter(

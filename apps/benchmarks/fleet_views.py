@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from apps.accounts.choices import Role
 from apps.accounts.scoping import get_scoped_or_404
 from apps.benchmarks.selectors import runner_recent_attempts, runner_rows
-from apps.runners import services
+from apps.runners import install, services
 from apps.runners.models import Runner
 from apps.runners.selectors import enrollment_tokens_of, runner_queues
 
@@ -104,10 +104,15 @@ def enroll(request: HttpRequest) -> HttpResponse:
         _token, new_token = services.enrollment_token_create(
             actor_user=request.user, team=request.team
         )
+    url = server_url(request)
+    warnings = [install.broker_warning(settings.RUNNER_BROKER_URL), install.server_url_warning(url)]
     context = {
         "new_token": new_token,
         "tokens": enrollment_tokens_of(team=request.team)[:20],
-        "server_url": server_url(request),
+        "server_url": url,
         "ttl_hours": settings.RUNNER_ENROLLMENT_TTL_S / 3600,
+        "install_commands": install.install_commands(server_url=url, token=new_token),
+        "runner_version": install.package_version("runner"),
+        "reach_warnings": [warning for warning in warnings if warning],
     }
     return render(request, "runners/enroll.html", context)

@@ -1,4 +1,4 @@
-"""The agent commands of `stackselect-runner`: enroll, start and status."""
+"""The agent commands of `stackselect-runner`: enroll, start, status and doctor."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ from stackselect_runner.config import (
     load_credentials,
     save_credentials,
 )
+from stackselect_runner.devices import DevicePool, device_variables
+from stackselect_runner.doctor import diagnose
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.jobrun import JobRunner
 from stackselect_runner.probe import probe_environment
@@ -91,8 +93,9 @@ def start(args: argparse.Namespace) -> None:
     credentials = _credentials()
     settings = _settings()
     api = RunnerApi(credentials.url, credentials.credential)
+    probe = probe_environment(settings.simulated or credentials.simulated)
     try:
-        answer = api.send_probe(probe_environment(settings.simulated or credentials.simulated))
+        answer = api.send_probe(probe)
     except CredentialRejected as exc:
         raise CommandError(f"credential rejected (revoked or rotated?): {exc.detail}") from None
     except ApiError as exc:
@@ -105,12 +108,17 @@ def start(args: argparse.Namespace) -> None:
     )
     interval_s = answer.get("heartbeat_interval_s") or credentials.heartbeat_interval_s
     heartbeat = Heartbeat(api, float(interval_s))
-    job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr)
-    app = build_worker_app(credentials, settings, job_runner)
-    print(f"runner {credentials.runner_id}: consuming {', '.join(queues)}", flush=True)
+    devices = DevicePool(int(probe["gpu_count"]), device_variables(probe))
+    job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr, devices=devices)
+    app = build_worker_app(credentials, settings, job_runner, devices.slots)
+    print(
+        f"runner {credentials.runner_id}: consuming {', '.join(queues)} "
+        f"({devices.slots} job slot(s), {devices.gpu_count} GPU(s))",
+        flush=True,
+    )
     heartbeat.start()
     try:
-        app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel))
+        app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel, devices.slots))
     finally:
         heartbeat.stop()
 
@@ -126,17 +134,42 @@ def status(args: argparse.Namespace) -> None:
     print(f"queues:      {', '.join(credentials.queues) or '(none)'}")
     if simulated is not None:
         print(f"simulating:  {simulated.gpu_count} x {simulated.accelerator}")
-    api = RunnerApi(credentials.url, credentials.credential, timeout_s=10)
-    try:
-        answer = api.heartbeat(None, None, retry=NO_RETRY)
-    except CredentialRejected as exc:
-        raise CommandError(f"server reachable, credential rejected: {exc.detail}") from None
-    except ApiUnreachable as exc:
-        raise CommandError(f"server unreachable: {exc.describe()}") from None
-    except ApiError as exc:
-        raise CommandError(f"server reachable, heartbeat refused: {exc.describe()}") from None
+    answer, error = _server_view(credentials)
+    if error:
+        raise CommandError(error)
     print("reachable:   yes")
     print(f"server view: {json.dumps(answer, sort_keys=True)}")
+    probe = probe_environment(_settings().simulated or simulated)
+    for line in diagnose(probe, credentials, None).lines():
+        print(line)
+
+
+def _server_view(credentials: Credentials) -> tuple[dict | None, str | None]:
+    """The server's answer to an idle heartbeat, or why there is none."""
+    api = RunnerApi(credentials.url, credentials.credential, timeout_s=10)
+    try:
+        return api.heartbeat([], retry=NO_RETRY), None
+    except CredentialRejected as exc:
+        return None, f"server reachable, credential rejected: {exc.detail}"
+    except ApiUnreachable as exc:
+        return None, f"server unreachable: {exc.describe()}"
+    except ApiError as exc:
+        return None, f"server reachable, heartbeat refused: {exc.describe()}"
+
+
+def doctor(args: argparse.Namespace) -> None:
+    """Say what this machine has and lacks as a runner; exit 1 when something is missing."""
+    settings = _settings()
+    path = config_path()
+    credentials = _credentials() if path.exists() else None
+    error = _server_view(credentials)[1] if credentials else None
+    simulated = settings.simulated or (credentials.simulated if credentials else None)
+    findings = diagnose(probe_environment(simulated), credentials, error)
+    print(f"config:   {path}{'' if credentials else ' (absent)'}")
+    for line in findings.lines():
+        print(line)
+    if findings.missing:
+        raise CommandError(f"{len(findings.missing)} thing(s) missing; see above")
 
 
 def add_agent_commands(commands: argparse._SubParsersAction) -> None:
@@ -157,3 +190,7 @@ def add_agent_commands(commands: argparse._SubParsersAction) -> None:
     start_parser.set_defaults(handler=start)
     status_parser = commands.add_parser("status", help="saved config and the server's view")
     status_parser.set_defaults(handler=status)
+    doctor_parser = commands.add_parser(
+        "doctor", help="what this machine has and lacks as a runner (exit 1 if anything)"
+    )
+    doctor_parser.set_defaults(handler=doctor)

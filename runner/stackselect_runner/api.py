@@ -15,7 +15,7 @@ import random
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -103,9 +103,7 @@ class RunnerApiClient(Protocol):
 
     def job_spec(self, attempt_id: int) -> dict[str, Any]: ...
 
-    def heartbeat(
-        self, attempt_id: int | None, progress: Mapping[str, Any] | None
-    ) -> dict[str, Any]: ...
+    def heartbeat(self, attempts: Sequence[Mapping[str, Any]]) -> dict[str, Any]: ...
 
     def progress(self, attempt_id: int, progress: Mapping[str, Any]) -> None: ...
 
@@ -224,12 +222,21 @@ class RunnerApi:
 
     def heartbeat(
         self,
-        attempt_id: int | None,
-        progress: Mapping[str, Any] | None,
+        attempts: Sequence[Mapping[str, Any]],
         *,
         retry: RetryPolicy = HEARTBEAT_RETRY,
     ) -> dict[str, Any]:
-        body = {"attempt_id": attempt_id, "progress": progress}
+        """Beat for every attempt this runner holds (`[{attempt_id, progress}]`, may be empty).
+
+        With exactly one attempt the single-attempt fields are sent too, so a server that
+        predates `attempts` still extends its lease.
+        """
+        single = attempts[0] if len(attempts) == 1 else {}
+        body = {
+            "attempts": [dict(attempt) for attempt in attempts],
+            "attempt_id": single.get("attempt_id"),
+            "progress": single.get("progress"),
+        }
         return self.request("POST", "heartbeat", body, retry=retry) or {}
 
     def claim(self, attempt_id: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import stackselect_runner
 from stackselect_runner.agent import CommandError, add_agent_commands
 from stackselect_runner.harness import HarnessSpec, LoadPoint, run_load_point
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
@@ -76,6 +77,8 @@ def bench(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stackselect-runner")
+    version = f"stackselect-runner {stackselect_runner.__version__}"
+    parser.add_argument("--version", action="version", version=version)
     commands = parser.add_subparsers(dest="command", required=True)
     bench_parser = commands.add_parser(
         "bench", help="measure an OpenAI-compatible server with a request schedule"

@@ -22,6 +22,7 @@ from stackselect_domain.ratesearch import RateSearch, SearchSpec
 import stackselect_runner
 from stackselect_runner.api import ApiError, ApiUnreachable, Conflict, RunnerApiClient
 from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, RunnerSettings
+from stackselect_runner.devices import DevicePool
 from stackselect_runner.engines import (
     EngineProcess,
     EngineStartError,
@@ -106,7 +107,11 @@ class JobPlan:
 
     @classmethod
     def from_spec(
-        cls, spec: Mapping[str, Any], settings: RunnerSettings, attempt_id: int
+        cls,
+        spec: Mapping[str, Any],
+        settings: RunnerSettings,
+        attempt_id: int,
+        env: Mapping[str, str] | None = None,
     ) -> JobPlan:
         engine = spec.get("engine")
         if not isinstance(engine, Mapping):
@@ -123,6 +128,7 @@ class JobPlan:
             port=free_loopback_port(),
             log_path=settings.resolved_work_dir / f"attempt-{attempt_id}" / "engine.log",
             options=dict(options),
+            env=dict(env or {}),
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
         if spec.get("search") is None:
@@ -256,6 +262,8 @@ class AttemptRun:
                     **self.plan.effective_config(),
                     **process.adapter.effective_config(self.plan.launch),
                 },
+                # Where it ran, not what it was: kept out of the identity's engine config.
+                "visible_devices": dict(self.plan.launch.env),
             }
             if self.plan.search is not None:
                 return self._search(self.plan.search, process, engine)
@@ -292,7 +300,11 @@ class AttemptRun:
 
 
 class JobRunner:
-    """Runs attempts for one runner; `heartbeat` is the process's thread (None: one per job)."""
+    """Runs attempts for one runner, several at once when `devices` has GPUs for them.
+
+    `heartbeat` is the process's thread (None: one per job). `devices` hands each job its own
+    GPUs before the claim, so a job never waits for devices while holding a lease.
+    """
 
     def __init__(
         self,
@@ -302,12 +314,14 @@ class JobRunner:
         heartbeat: Heartbeat | None = None,
         heartbeat_interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S,
         terminal: TextIO | None = None,
+        devices: DevicePool | None = None,
     ) -> None:
         self.api = api
         self.settings = settings
         self.heartbeat = heartbeat
         self.heartbeat_interval_s = heartbeat_interval_s
         self.terminal = terminal or sys.stderr
+        self.devices = devices
 
     def _claim(self, attempt_id: int) -> dict[str, Any] | Outcome:
         try:
@@ -336,17 +350,37 @@ class JobRunner:
             yield heartbeat, cancel
         finally:
             if heartbeat is self.heartbeat:
-                heartbeat.untrack()
+                heartbeat.untrack(attempt_id)
             else:
                 heartbeat.stop()
 
-    def run(self, attempt_id: int) -> Outcome:
+    def run(self, attempt_id: int, gpu_count: int | None = None) -> Outcome:
+        """Wait for `gpu_count` free devices (when this runner pins devices), then run."""
+        if self.devices is None or gpu_count is None:
+            return self._run_pinned(attempt_id, {})
+        try:
+            devices = self.devices.acquire(gpu_count)
+        except ValueError as exc:
+            logger.error("attempt %s: %s; dropped", attempt_id, exc)
+            return Outcome.DROPPED
+        assert devices is not None  # no timeout: acquire waits until the devices are free
+        try:
+            return self._run_pinned(attempt_id, self.devices.env(devices))
+        finally:
+            self.devices.release(devices)
+
+    def _run_pinned(self, attempt_id: int, env: Mapping[str, str]) -> Outcome:
         claimed = self._claim(attempt_id)
         if isinstance(claimed, Outcome):
             return claimed
-        print(f"attempt {attempt_id}: claimed job {claimed.get('job_id')}", file=self.terminal)
+        pinned = " ".join(f"{key}={value}" for key, value in env.items())
+        print(
+            f"attempt {attempt_id}: claimed job {claimed.get('job_id')}"
+            + (f" on {pinned}" if pinned else ""),
+            file=self.terminal,
+        )
         with self._tracked(attempt_id) as (heartbeat, cancel):
-            outcome, reason = self._execute(attempt_id, claimed, heartbeat, cancel)
+            outcome, reason = self._execute(attempt_id, claimed, heartbeat, cancel, env)
         self._finish(attempt_id, outcome, reason)
         return outcome
 
@@ -356,9 +390,10 @@ class JobRunner:
         spec: Mapping[str, Any],
         heartbeat: Heartbeat,
         cancel: threading.Event,
+        env: Mapping[str, str],
     ) -> tuple[Outcome, str]:
         try:
-            plan = JobPlan.from_spec(spec, self.settings, attempt_id)
+            plan = JobPlan.from_spec(spec, self.settings, attempt_id, env)
         except (ValueError, TypeError) as exc:
             return Outcome.FAILED, f"invalid job spec: {exc}"
         shipper = LogShipper(self.api, attempt_id, plan.launch.log_path)

@@ -57,7 +57,7 @@ class Reporter:
         progress = {"load_point": load_point, "done": done, "total": total, "message": message}
         with self._lock:
             self._latest = progress
-        self.heartbeat.set_progress(progress)
+        self.heartbeat.set_progress(self.attempt_id, progress)
 
     def flush(self) -> None:
         """Post the latest progress if it changed, then ship the new log text."""

@@ -39,7 +39,7 @@ def test_dispatch_puts_a_real_message_on_the_pool_queue_in_redis(
         headers = messages[0]["headers"]
         assert headers["task"] == "stackselect.runner.run_attempt"
         args, kwargs, _ = json.loads(base64.b64decode(messages[0]["body"]))
-        assert (args, kwargs) == ([], {"attempt_id": attempt.pk})
+        assert (args, kwargs) == ([], {"attempt_id": attempt.pk, "gpu_count": 1})
         attempt.refresh_from_db()
         assert attempt.published_at is not None
     finally:

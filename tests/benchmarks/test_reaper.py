@@ -90,6 +90,6 @@ def test_a_stale_dispatch_is_sent_again_when_an_idle_runner_is_online(
     assert sent == [
         (
             "stackselect.runner.run_attempt",
-            {"kwargs": {"attempt_id": attempt.pk}, "queue": attempt.queue},
+            {"kwargs": {"attempt_id": attempt.pk, "gpu_count": 1}, "queue": attempt.queue},
         )
     ]

@@ -107,10 +107,10 @@ def test_a_cancel_reaches_the_runner_within_a_heartbeat(alice, acme, selection, 
 
 
 def test_redis_restarted_during_a_plan_loses_no_job(alice, acme, rows, runners, settings):
-    selection = selection_with_candidates(
-        acme, alice, rows, layouts=[("h100-sxm", 1, "bf16"), ("h100-sxm", 2, "bf16")]
-    )
-    runner = runners("sim-a", gpus=2)  # one runner, so the second job waits in Redis
+    selection = selection_with_candidates(acme, alice, rows, layouts=[("h100-sxm", 1, "bf16")] * 2)
+    # One 1-GPU runner runs one job at a time, so the second job's message waits in Redis (a
+    # multi-GPU runner would already hold it in a worker thread, waiting for a free device).
+    runner = runners("sim-a", gpus=1)
     plan = _plan(alice, acme, selection, requests=10, rates=(2.0,))
     jobs = list(plan.jobs.order_by("pk"))
     wait_for(lambda: any(_running_attempt(job) for job in jobs), timeout=60, what="a first run")

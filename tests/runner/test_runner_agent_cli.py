@@ -98,7 +98,11 @@ def test_status_shows_the_saved_config_without_secrets_and_the_servers_view(
     assert "s3cret" not in printed and "hunter2" not in printed
     assert "reachable:   yes" in printed
     assert '"cancel": false' in printed
-    assert fake_api.calls_to("/heartbeat")[0].body == {"attempt_id": None, "progress": None}
+    assert fake_api.calls_to("/heartbeat")[0].body == {
+        "attempts": [],
+        "attempt_id": None,
+        "progress": None,
+    }
 
 
 def test_status_exits_non_zero_when_the_credential_is_revoked(
@@ -130,9 +134,11 @@ class ScriptedJobRunner:
     def __init__(self, *outcomes: Outcome) -> None:
         self.outcomes = list(outcomes)
         self.attempts: list[int] = []
+        self.gpu_counts: list[int | None] = []
 
-    def run(self, attempt_id: int) -> Outcome:
+    def run(self, attempt_id: int, gpu_count: int | None = None) -> Outcome:
         self.attempts.append(attempt_id)
+        self.gpu_counts.append(gpu_count)
         return self.outcomes.pop(0)
 
 
@@ -171,3 +177,6 @@ def test_the_task_is_registered_by_name_and_retries_only_an_unanswered_claim() -
     assert job_runner.attempts == [11, 11]
     assert app.tasks[TASK_NAME].apply(kwargs={"attempt_id": "11"}).get() == "dropped"
     assert job_runner.attempts == [11, 11]
+    bad_count = {"attempt_id": 12, "gpu_count": "2"}
+    assert app.tasks[TASK_NAME].apply(kwargs=bad_count).get() == "dropped"
+    assert job_runner.attempts == [11, 11] and job_runner.gpu_counts == [None, None]

@@ -29,7 +29,7 @@ class HeartbeatView(RunnerView):
         tags=[TAG],
         request=s.HeartbeatIn,
         responses=s.HeartbeatOut,
-        summary="Extend the lease of the runner's attempt; learn about cancels",
+        summary="Extend the leases of the runner's attempts; learn about cancels",
     )
     def post(self, request: Request) -> Response:
         data = parsed_input(s.HeartbeatIn, request)
@@ -37,6 +37,7 @@ class HeartbeatView(RunnerView):
             runner=self.runner,
             attempt_id=data.get("attempt_id"),
             progress=data.get("progress"),
+            attempts=data.get("attempts"),
         )
         return Response(s.HeartbeatOut(answer).data)
 

@@ -48,15 +48,36 @@ class ProgressIn(serializers.Serializer):
         return attrs
 
 
+class AttemptBeatIn(serializers.Serializer):
+    attempt_id = serializers.IntegerField(min_value=1)
+    progress = ProgressIn(required=False, allow_null=True)
+
+
 class HeartbeatIn(serializers.Serializer):
+    """`attempts` lists every attempt the runner holds; `attempt_id` is the one-job form."""
+
     attempt_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     progress = ProgressIn(required=False, allow_null=True)
+    attempts = AttemptBeatIn(many=True, required=False, max_length=64)
+
+    def validate_attempts(self, value: list[dict]) -> list[dict]:
+        ids = [entry["attempt_id"] for entry in value]
+        if len(ids) != len(set(ids)):
+            raise serializers.ValidationError("Each attempt may appear once.")
+        return value
+
+
+class AttemptBeatOut(serializers.Serializer):
+    attempt_id = serializers.IntegerField()
+    cancel = serializers.BooleanField()
+    lease_expires_at = serializers.DateTimeField(allow_null=True)
 
 
 class HeartbeatOut(serializers.Serializer):
     cancel = serializers.BooleanField()
     lease_expires_at = serializers.DateTimeField(allow_null=True)
     queues = serializers.ListField(child=serializers.CharField())
+    attempts = AttemptBeatOut(many=True)
 
 
 class JobSpecOut(serializers.Serializer):

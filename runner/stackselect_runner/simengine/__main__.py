@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -55,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         app = build_app(config)
     except (OSError, ValueError) as exc:
         sys.exit(f"simengine: {exc}")
+    # What a GPU engine would be pinned to; printed so the runner's pinning can be checked.
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    print(
+        f"simengine: CUDA_VISIBLE_DEVICES={visible if visible is not None else '(unset)'}",
+        flush=True,
+    )
     web.run_app(
         app,
         host=args.host,
