@@ -248,6 +248,7 @@ class Capability(models.Model):
     needs_review = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name_plural = "capabilities"
         ordering = ["release", "feature"]
         constraints = [
             models.UniqueConstraint(

@@ -93,6 +93,9 @@ def test_orchestrators_and_kv_runtimes_are_dropped_as_not_serving_engines(
 
     assert _codes(selection, engine="dynamo") == {"not_a_serving_engine"}
     assert _codes(selection, engine="lmcache") == {"not_a_serving_engine"}
+    dropped = selection.candidates.filter(outcome=CandidateOutcome.DROPPED, stack__engine="dynamo")
+    message = dropped.first().reasons[0]["message"]
+    assert " is an orchestrator, not a serving engine" in message
 
 
 def test_each_verdict_records_the_capability_cells_it_read(catalog, alice, acme, goal_payload):

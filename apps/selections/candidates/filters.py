@@ -87,9 +87,10 @@ class Judge:
     def verdict(self, stack: Stack) -> Verdict:
         if stack.release.engine.kind != EngineKind.ENGINE:
             kind = stack.release.engine.get_kind_display().lower()
+            article = "an" if kind[:1] in "aeiou" else "a"
             message = (
-                f"{stack.release.engine.name} is a {kind}, not a serving engine: it is offered "
-                "on top of an engine it runs on where the goal needs what it provides."
+                f"{stack.release.engine.name} is {article} {kind}, not a serving engine: it is "
+                "offered on top of an engine it runs on where the goal needs what it provides."
             )
             return Verdict(stack, reasons=[Reason(NOT_SERVING, message)])
         key = (stack.release.pk, stack.backend and stack.backend.pk, stack.accelerator.pk)
