@@ -8,6 +8,7 @@ assumption is a named, documented parameter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackselect_domain.precision import (
@@ -624,9 +625,14 @@ def max_concurrency_at_tpot(
         estimate = estimate_latency(**deployment, concurrency=concurrency, efficiency=efficiency)
         return estimate.tpot_ms <= target_tpot_ms
 
-    if upper_bound < 1 or not meets(1):
+    return largest_meeting(meets, upper_bound)
+
+
+def largest_meeting(meets: Callable[[int], bool], upper: int) -> int:
+    """Largest n in 1..upper with meets(n), assuming meets is monotone; 0 if meets(1) fails."""
+    if upper < 1 or not meets(1):
         return 0
-    low, high = 1, upper_bound  # meets(low) holds; answer in [low, high]
+    low, high = 1, upper  # meets(low) holds; the answer is in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
         if meets(middle):

@@ -131,7 +131,8 @@ def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
         return None
     rule = memory_rule(verdict.stack.release)
     message = (
-        f"The KV cache holds {memory.kv_capacity_tokens} tokens per replica, so {held} "
+        f"By the estimator's memory model (predicted, not measured), the KV cache holds "
+        f"{memory.kv_capacity_tokens} tokens per replica, so {held} "
         f"sequences of {goal.isl + goal.osl} tokens fit at once (memory rule "
         f"{rule.describe()}); the load keeps {needed} in flight ({how})."
     )

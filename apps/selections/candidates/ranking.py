@@ -9,7 +9,7 @@ first of them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackselect_domain.slo import judge
@@ -24,6 +24,7 @@ from apps.selections.estimator import (
     MemoryEstimate,
     build_step_cost,
     estimate_latency,
+    largest_meeting,
 )
 from apps.selections.simulator import goodput_curve, max_rate_meeting_slo
 
@@ -43,20 +44,6 @@ class Throughput:
     concurrency: int
     latency: LatencyEstimate | None
     replica_rps: float
-
-
-def largest_meeting(meets: Callable[[int], bool], upper: int) -> int:
-    """Largest n in 1..upper with meets(n), assuming meets is monotone; 0 if meets(1) fails."""
-    if upper < 1 or not meets(1):
-        return 0
-    low, high = 1, upper
-    while low < high:
-        middle = (low + high + 1) // 2
-        if meets(middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _e2e_ms(latency: LatencyEstimate, osl: int) -> float:
