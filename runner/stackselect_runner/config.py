@@ -18,6 +18,7 @@ from typing import Any
 from stackselect_domain.checks import require_int, require_number
 
 CONFIG_ENV = "STACKSELECT_RUNNER_CONFIG"
+MODELS_ENV = "STACKSELECT_RUNNER_MODELS"
 DEFAULT_CONFIG_PATH = Path("~/.config/stackselect-runner/credentials.json")
 DEFAULT_WORK_DIR = Path("~/.cache/stackselect-runner")
 DEFAULT_HEARTBEAT_INTERVAL_S = 10.0
@@ -193,6 +194,8 @@ class RunnerSettings:
     report_interval_s: float = DEFAULT_REPORT_INTERVAL_S
     upload_chunk_records: int = DEFAULT_UPLOAD_CHUNK_RECORDS
     simulated: SimulatedHardware | None = None
+    # The model store's file; None: models.json next to the credentials (model_store.py).
+    models_file: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> RunnerSettings:
@@ -227,6 +230,7 @@ class RunnerSettings:
             ),
             upload_chunk_records=max(1, int(chunk)),
             simulated=simulated,
+            models_file=Path(environ[MODELS_ENV]).expanduser() if environ.get(MODELS_ENV) else None,
         )
 
     @property

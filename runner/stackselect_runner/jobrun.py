@@ -21,7 +21,7 @@ from stackselect_domain.ratesearch import RateSearch, SearchSpec
 
 import stackselect_runner
 from stackselect_runner.api import ApiError, ApiUnreachable, Conflict, RunnerApiClient
-from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, RunnerSettings
+from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, ConfigError, RunnerSettings
 from stackselect_runner.devices import DevicePool
 from stackselect_runner.engines import (
     EngineProcess,
@@ -40,11 +40,14 @@ from stackselect_runner.harness import (
 )
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
+from stackselect_runner.model_store import ModelMissing, ModelStore, models_path
 from stackselect_runner.reporting import Reporter
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
 
 CANCEL_POLL_S = 0.1
+# Ships with the agent and needs no checkpoint: its step cost comes in the job spec.
+SIMULATED_ADAPTER = "simulated"
 # The server keeps the first 2000 characters of a reason; clip_reason fits both ends in them.
 MAX_REASON_CHARS = 2000
 logger = logging.getLogger(__name__)
@@ -122,6 +125,9 @@ class JobPlan:
         options = engine.get("options") or {}
         if not isinstance(options, Mapping):
             raise ValueError("engine.options must be an object")
+        if engine.get("model_key") and engine["adapter"] != SIMULATED_ADAPTER:
+            store = ModelStore.load(settings.models_file or models_path())
+            options = {**options, "model_path": store.checkpoint_for(str(engine["model_key"]))}
         launch = LaunchSpec(
             model=str(engine["model"]),
             served_model_name=engine.get("served_model_name"),
@@ -394,6 +400,8 @@ class JobRunner:
     ) -> tuple[Outcome, str]:
         try:
             plan = JobPlan.from_spec(spec, self.settings, attempt_id, env)
+        except (ModelMissing, ConfigError) as exc:
+            return Outcome.FAILED, str(exc)
         except (ValueError, TypeError) as exc:
             return Outcome.FAILED, f"invalid job spec: {exc}"
         shipper = LogShipper(self.api, attempt_id, plan.launch.log_path)

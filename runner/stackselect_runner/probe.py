@@ -276,9 +276,13 @@ def installed_engines(sources: ProbeSources) -> dict[str, str]:
 
 
 def probe_environment(
-    simulated: SimulatedHardware | None = None, sources: ProbeSources | None = None
+    simulated: SimulatedHardware | None = None,
+    sources: ProbeSources | None = None,
+    *,
+    models: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The probe document; a simulated runner's gpu_count is the count it declares."""
+    """The probe document; a simulated runner's gpu_count is the count it declares, and
+    `models` are the catalog slugs its model store serves."""
     sources = sources or ProbeSources()
     accelerators = _nvidia(sources) or _rocm(sources) or _accelerator_fields([])
     gpus = accelerators["gpus"]
@@ -295,4 +299,5 @@ def probe_environment(
         "engines": installed_engines(sources),
         "simulated": simulated is not None,
         "simulated_accelerator": simulated.accelerator if simulated else None,
+        "models": list(models),
     }
