@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stackselect_domain.engine_versions import release_accepts, version_series
+from stackselect_domain.engine_versions import BUILD_SERIES, release_accepts, version_series
 
 MAX_GPUS = 64
 # Ships with every runner; its version is the runner's own, so jobs never ask for one.
@@ -146,8 +146,11 @@ class JobNeeds:
         return version_series(self.engine_version) if self.engine_version else None
 
     def engine_words(self, engine_name: str = "") -> str:
-        """ "SGLang 0.5", or the bare name when any version will do."""
+        """The engine in words: SGLang 0.5, llama.cpp (any build), or the bare name when any
+        version will do."""
         name = engine_name or self.engine
+        if self.series == BUILD_SERIES:
+            return f"{name} ({BUILD_SERIES})"
         return f"{name} {self.series}" if self.series else name
 
 

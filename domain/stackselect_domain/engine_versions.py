@@ -19,7 +19,7 @@ _RELEASE = re.compile(r"v?(\d+)(?:\.(\d+))?")
 
 
 def version_series(version: str | None) -> str | None:
-    """ "0.5.23" -> "0.5", "b10488" -> "any build"; None when the text names no version."""
+    """The series of a version: 0.5.23 -> 0.5, b10488 -> any build; None when none is named."""
     text = (version or "").strip()
     if not text:
         return None

@@ -65,7 +65,8 @@ def _model_store(settings: RunnerSettings) -> ModelStore:
 
 def _probe(settings: RunnerSettings, simulated: SimulatedHardware | None) -> dict:
     """The probe, with the slugs of the models this runner's store holds."""
-    return probe_environment(simulated, models=sorted(_model_store(settings).models))
+    models = sorted(_model_store(settings).models)
+    return probe_environment(simulated, models=models, offered=settings.engines)
 
 
 def _credentials() -> Credentials:
