@@ -96,6 +96,8 @@ def test_the_evidence_page_and_api_label_simulated_runs(
     page = alice_client.get(f"/evidence/selections/{selection.pk}/").content.decode()
     assert 'id="simulated-banner"' in page and "1 of 2 candidate(s) are simulated" in page
     assert page.count('data-mode="simulated"') == 1 + len(RATES)  # candidates and metrics rows
+    # Each chart names the dry run's line as simulated (plotly figures are JSON in the page).
+    assert "(simulated) P50" in page and "(simulated) P99" in page
     body = alice_client.get(f"/api/v1/selections/{selection.pk}/evidence/").json()
     assert sorted(entry["mode"] for entry in body["candidates"]) == ["measured", "simulated"]
     modes = sorted(RunOut(run).data["mode"] for run in EvidenceRun.objects.all())
