@@ -107,6 +107,8 @@ class JobPlan:
     harness: HarnessSpec
     load_points: tuple[LoadPoint, ...]
     search: SearchSpec | None = None
+    # {"model_key", "path"}: the checkpoint this runner's model store gave the job, if any.
+    model_store: Mapping[str, str] | None = None
 
     @classmethod
     def from_spec(
@@ -125,9 +127,12 @@ class JobPlan:
         options = engine.get("options") or {}
         if not isinstance(options, Mapping):
             raise ValueError("engine.options must be an object")
+        model_store = None
         if engine.get("model_key") and engine["adapter"] != SIMULATED_ADAPTER:
             store = ModelStore.load(settings.models_file or models_path())
-            options = {**options, "model_path": store.checkpoint_for(str(engine["model_key"]))}
+            key = str(engine["model_key"])
+            model_store = {"model_key": key, "path": store.checkpoint_for(key)}
+            options = {**options, "model_path": model_store["path"]}
         launch = LaunchSpec(
             model=str(engine["model"]),
             served_model_name=engine.get("served_model_name"),
@@ -138,7 +143,13 @@ class JobPlan:
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
         if spec.get("search") is None:
-            return cls(str(engine["adapter"]), launch, harness, _fixed_load_points(spec))
+            return cls(
+                str(engine["adapter"]),
+                launch,
+                harness,
+                _fixed_load_points(spec),
+                model_store=model_store,
+            )
         search = SearchSpec.from_dict(spec["search"])
         return cls(
             adapter_slug=str(engine["adapter"]),
@@ -146,6 +157,7 @@ class JobPlan:
             harness=_first_requests(harness, search.requests_per_probe),
             load_points=(),
             search=search,
+            model_store=model_store,
         )
 
     def effective_config(self) -> dict[str, Any]:
@@ -271,6 +283,9 @@ class AttemptRun:
                 # Where it ran, not what it was: kept out of the identity's engine config.
                 "visible_devices": dict(self.plan.launch.env),
             }
+            if self.plan.model_store:
+                # Where this machine keeps the weights: the identity names the model instead.
+                engine["model_store"] = dict(self.plan.model_store)
             if self.plan.search is not None:
                 return self._search(self.plan.search, process, engine)
             for point in self.plan.load_points:

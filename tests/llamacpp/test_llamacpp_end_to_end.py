@@ -52,6 +52,10 @@ def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
     assert upload.record_count == REQUESTS
     engine = upload.meta["engine"]
     assert engine["version"].startswith("llama-cpp-python ")
+    slug = llama_selection.model.slug
+    assert engine["model_store"] == {"model_key": slug, "path": str(gemma_gguf)}
+    run = job.attempts.get().evidence_run
+    assert run.identity["engine_config"]["settings"]["model_path"] == f"<model store: {slug}>"
     config = engine["effective_config"]
     assert config["adapter"] == "llama-cpp" and config["frontend"] == "llama-cpp-python"
     command = config["command"]
