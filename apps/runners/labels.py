@@ -159,7 +159,11 @@ def runner_queue(runner_id: int) -> str:
 
 
 def _series_token(series: str | None) -> str:
-    return f"@{series.replace(' ', '-')}" if series else ""
+    """`.v0.5` or `.any-build`: queue names keep to letters, digits, `.`, `_` and `-` (the
+    embedded filesystem broker refuses any other character)."""
+    if not series:
+        return ""
+    return ".any-build" if series == BUILD_SERIES else f".v{series}"
 
 
 def pool_queue(needs: JobNeeds, *, team_id: int) -> str:

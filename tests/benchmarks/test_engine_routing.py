@@ -63,7 +63,7 @@ def test_a_job_for_an_engine_no_runner_has_waits_with_why_and_never_runs_simulat
     alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
 ):
     _, sim_api, sim_queues = _enroll(client, alice, acme, "sim-1", {"simulated": "0.1.0"})
-    queue = f"pool.{acme.pk}.h100-sxm.1.vllm@0.8"
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8"
     broker.delete(queue)
     try:
         plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
