@@ -21,6 +21,8 @@ import pytest
 from stackselect_runner.engines import LaunchSpec, UnsupportedSetting, get_engine_adapter
 from stackselect_runner.engines.base import ENGINE_CPUS_ENV
 
+from .test_engine_adapters_commands import launch as launch_for
+
 FLAG_SETS = Path(__file__).parent / "engine_flags"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 EAGLE = {"method": "eagle", "draft_model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_tokens": 3}
@@ -53,13 +55,7 @@ def flag_set(engine: str) -> dict[str, Any]:
 
 
 def launch(tmp_path: Path, **options: Any) -> LaunchSpec:
-    return LaunchSpec(
-        model=MODEL,
-        served_model_name=MODEL,
-        port=8100,
-        log_path=tmp_path / "attempt-1" / "engine.log",
-        options=options,
-    )
+    return launch_for(tmp_path, MODEL, **options)
 
 
 def _program_length(argv: list[str], program: list[str]) -> int:
