@@ -64,9 +64,11 @@ GOAL: dict[str, Any] = {
     "constraints": {"accelerators": [r.accelerator for r in RUNNERS], "max_gpus": 2},
 }
 
-# Small load points so the whole plan finishes in a few minutes on two cores.
+# Small load points so the whole plan finishes in a few minutes on two cores. The demo's runners
+# have no GPU, so the plan is a dry run on the simulated engine, and says so everywhere.
 PLAN: dict[str, Any] = {
     "title": "Demo plan: three engines",
+    "mode": "simulated",
     "load_points": [{"rate_rps": 1}, {"rate_rps": 3}, {"rate_rps": 6}],
     "request_count": 12,
     "warmup_requests": 2,
@@ -405,8 +407,8 @@ def decision_text(evidence: dict[str, Any]) -> dict[str, Any]:
         "rationale": f"{winner.label}: {winner.summary()}. Ranked by max rate, then "
         "attainment, then TTFT p95 at the top load point.",
         "dropped": {str(o.candidate_id): dropped_reason(o, winner) for o in others},
-        "risks": "Measured on simulated runners with one small run per load point: repeat the "
-        "plan on the real GPUs, with more requests and runs, before production.",
+        "risks": "A dry run on the simulated engine with one small run per load point: measure "
+        "the plan on real GPUs, with more requests and runs, before production.",
     }
 
 
@@ -453,7 +455,8 @@ def journey(product: Product, author: Api, approver: Api) -> dict[str, str]:
 
     with step(9, "Writing the decision record and proposing it (as demo)"):
         record = author.post("decisions/", {"selection": selection_id, **decision_text(evidence)})
-        record = author.post(f"decisions/{record['id']}/propose/")
+        # Its evidence is simulated only: the record says so and its title too.
+        record = author.post(f"decisions/{record['id']}/propose/", {"simulation_only": True})
         say(f"    {record['reference']}: {record['status']} by {record['proposed_by']}")
 
     with step(10, f"Accepting it (as {APPROVER}, an approver who is not the author)"):

@@ -2,8 +2,9 @@
 
 Jobs are sent by task name to their pool queue on commit; the web app never imports runner code.
 A job goes only to a runner whose probe reports the job's engine adapter (the stack's own engine
-for a measured plan, `simulated` for a dry run) and enough GPUs of its accelerator: each
-(hardware, engine) has its own pool queue. A job no runner can take is `waiting_for_runner` with
+for a measured plan, `simulated` for a dry run) in a version of the stack's release series
+(stackselect_domain.engine_versions) and enough GPUs of its accelerator: each (hardware, engine,
+series) has its own pool queue. A job no runner can take is `waiting_for_runner` with
 a reason naming what is missing, re-evaluated when runners enroll,
 probe or come back online, and by the reaper. Follow-up work (plan state, audit) happens only
 on the move into a terminal state, found by a conditional update's row count.
@@ -61,8 +62,11 @@ def _publish_on_commit(attempt: JobAttempt) -> None:
 
 
 def job_needs(job: BenchmarkJob) -> JobNeeds:
-    """The hardware and the engine adapter (the stack's own engine, or `simulated`) of a job."""
-    return JobNeeds(job.accelerator, job.gpu_count, str(job.engine.get("adapter") or ""))
+    """The hardware, the engine adapter (the stack's own engine, or `simulated`) and, for a real
+    engine, the catalog release whose series the runner's installed engine must be of."""
+    adapter = str(job.engine.get("adapter") or "")
+    release = "" if adapter == SIMULATED_ADAPTER else str(job.stack.get("engine_version") or "")
+    return JobNeeds(job.accelerator, job.gpu_count, adapter, release)
 
 
 def runner_fits(runner: Runner, job: BenchmarkJob) -> bool:
@@ -106,7 +110,7 @@ def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[
     name = accelerator_names({job.accelerator}).get(job.accelerator, job.accelerator)
     hardware = f"{job.gpu_count} x {name} ({job.accelerator})"
     engine = _engine_name(needs.engine)
-    wanted = f"{engine} on {hardware}"
+    wanted = f"{needs.engine_words(engine)} on {hardware}"
     runners = _active_runners(job.team_id)
     why_not = {
         runner.name: unfit_reason(
@@ -115,8 +119,8 @@ def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[
         for runner in runners
     }
     fitting = [runner for runner in runners if why_not[runner.name] is None]
+    others = "; ".join(f"{runner} {reason}" for runner, reason in why_not.items() if reason)
     if not fitting:
-        others = "; ".join(f"{runner} {reason}" for runner, reason in why_not.items())
         return (
             JobState.WAITING_FOR_RUNNER,
             f"No online runner has {wanted}. "
@@ -132,7 +136,11 @@ def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[
             f"No online runner has {wanted}: the runners that would qualify are offline: {names}.",
         )
     names = ", ".join(runner.name for runner in online)
-    return JobState.QUEUED, f"Queued for {wanted}; {len(online)} runner(s) online: {names}."
+    not_fitting = f" Not the others: {others}." if others else ""
+    return (
+        JobState.QUEUED,
+        f"Queued for {wanted}; {len(online)} runner(s) online: {names}.{not_fitting}",
+    )
 
 
 def _retry_note(job: BenchmarkJob) -> str:

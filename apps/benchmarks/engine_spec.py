@@ -2,7 +2,9 @@
 
 A measured plan sends the adapter of the stack's own engine (runner/stackselect_runner/engines/,
 registered under the catalog's engine slug), never the simulator: dispatch then routes the job
-only to runners whose probe reports that engine. A simulated plan (a dry run) sends every job to
+only to runners whose probe reports that engine. The runner launches it on the checkpoint its
+own model store maps `model_key` (the catalog model slug) to, so no path of this host reaches
+another machine. A simulated plan (a dry run) sends every job to
 the simulated engine. The simulated engine times its tokens with the estimator's StepCost
 for the candidate's model, accelerator, precision and parallel layout (a wire contract with
 runner/stackselect_runner/simengine). The cost is frozen for a typical decode batch at the
@@ -22,10 +24,6 @@ from apps.selections.catalog_adapter import accelerator_spec, model_arch, schedu
 from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
 
 SIMULATED_ADAPTER = "simulated"
-# llama.cpp serves a local GGUF file, passed as the adapter's model_path
-# (llama-server or llama-cpp-python, runner/stackselect_runner/engines/llama_cpp.py).
-LLAMA_CPP_ADAPTER = "llama-cpp"
-GGUF_SUFFIX = ".gguf"
 # Our assumption for the MoE expert reads frozen into the step cost: a moderately loaded engine.
 TYPICAL_DECODE_BATCH = 16
 LAYOUT_KEYS = ("tp", "pp", "ep", "dp")
@@ -101,7 +99,7 @@ def simulated_engine(
 
 
 def real_engine(
-    *, stack: Mapping[str, Any], served_model_name: str, kv_dtype: str | None
+    *, stack: Mapping[str, Any], served_model_name: str, model_key: str, kv_dtype: str | None
 ) -> dict[str, Any]:
     """The stack's own engine adapter with the stack's settings (runner engines/stack.py words)."""
     engine = str(stack.get("engine") or "")
@@ -112,25 +110,37 @@ def real_engine(
         "kv_dtype": kv_dtype,
         **{key: stack.get(key, 1) for key in LAYOUT_KEYS},
     }
-    if engine == LLAMA_CPP_ADAPTER and served_model_name.endswith(GGUF_SUFFIX):
-        options["model_path"] = served_model_name
     return {
         "adapter": engine,
         "model": served_model_name,
+        "model_key": model_key,
         "served_model_name": served_model_name,
         "options": options,
     }
 
 
 def job_engine(
-    *, run_mode: str, stack: Mapping[str, Any], served_model_name: str, **simulated: Any
+    *,
+    run_mode: str,
+    stack: Mapping[str, Any],
+    served_model_name: str,
+    model_key: str,
+    **simulated: Any,
 ) -> dict:
     """The simulated engine for a dry run, else the stack's own engine: never a fallback."""
     if run_mode == RunMode.SIMULATED:
         return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
     return real_engine(
-        stack=stack, served_model_name=served_model_name, kv_dtype=simulated["kv_dtype"]
+        stack=stack,
+        served_model_name=served_model_name,
+        model_key=model_key,
+        kv_dtype=simulated["kv_dtype"],
     )
+
+
+def model_store_key(model: Mapping[str, Any]) -> str:
+    """What a runner's model store is keyed by: the catalog slug, or a custom model's checkpoint."""
+    return str(model.get("slug") or model["checkpoint"])
 
 
 def arch_for(model: ModelSpec | None, custom: Mapping[str, Any] | None) -> ModelArch:

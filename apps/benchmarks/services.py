@@ -14,7 +14,7 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState, RunMode
 from apps.benchmarks.dispatch import attempt_dispatch, job_finish
-from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity
+from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity, model_store_key
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.benchmarks.plan_identity import (
     PlanOptions,
@@ -59,6 +59,7 @@ def _job_engine(
             accelerator=candidate.accelerator,
             release=candidate.release,
             served_model_name=model["checkpoint"],
+            model_key=model_store_key(model),
             kv_dtype=kv_dtype,
             mean_context=documents["mean_context"],
         )

@@ -1,7 +1,8 @@
 """Plotly figures of the evidence, built in Python and handed to the page as JSON.
 
 plotly.js is served once as a static file (selections/_plotly.html loads it and draws every
-`figure-*` script). A candidate that is not comparable keeps its line, marked in its name.
+`figure-*` script). A candidate that is not comparable keeps its line, marked in its name, and
+a dry run's line says it ran on the simulated engine, so no chart passes it off as measured.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ RATE_AXIS = "offered rate (requests/s)"
 
 
 def _name(candidate: CandidateEvidence) -> str:
-    return candidate.label if candidate.comparable else f"{candidate.label} (not comparable)"
+    name = f"{candidate.label} (simulated)" if candidate.simulated else candidate.label
+    return name if candidate.comparable else f"{name} (not comparable)"
 
 
 def _line(
@@ -63,7 +65,7 @@ def latency_chart(candidates: Sequence[CandidateEvidence], *, latency: str, slo:
 def goodput_chart(candidates: Sequence[CandidateEvidence]) -> str:
     figure = go.Figure([_line(candidate, "goodput_rps") for candidate in candidates])
     figure.update_layout(
-        title="Measured SLO goodput against load",
+        title="SLO goodput against load",
         xaxis_title=RATE_AXIS,
         yaxis_title="goodput (requests/s meeting every target)",
         **_LAYOUT,

@@ -51,11 +51,32 @@ def stable_command(command: Sequence[Any]) -> list[str]:
     return stable
 
 
-def stable_engine_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The engine's reported configuration with its command made stable (see stable_command)."""
+def _without_path(value: Any, path: str, name: str) -> Any:
+    """`value` with every string equal to `path` (or a flag's `=path`) replaced by `name`."""
+    if isinstance(value, str):
+        flag, equals, rest = value.partition("=")
+        if value == path:
+            return name
+        return f"{flag}={name}" if equals and rest == path else value
+    if isinstance(value, Mapping):
+        return {key: _without_path(item, path, name) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_path(item, path, name) for item in value]
+    return value
+
+
+def stable_engine_config(
+    config: Mapping[str, Any] | None, model_store: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The engine's reported configuration with its command made stable (see stable_command),
+    and the checkpoint path a runner's model store gave named by its model instead: where a
+    machine keeps the weights does not change what they measure."""
     if not config:
         return None
     stable = dict(config)
+    path = str((model_store or {}).get("path") or "")
+    if path:
+        stable = _without_path(stable, path, f"<model store: {model_store.get('model_key')}>")
     if isinstance(stable.get("command"), list | tuple):
         stable["command"] = stable_command(stable["command"])
     return stable
@@ -106,7 +127,9 @@ def runner_identity(
             "endpoint": settings.get("endpoint"),
         },
         "prefix_share": prefix or None,
-        "engine_config": stable_engine_config(engine.get("effective_config")),
+        "engine_config": stable_engine_config(
+            engine.get("effective_config"), engine.get("model_store")
+        ),
         "warmup": {"requests": settings.get("warmup_requests")},
         "measurement_window": plan_identity.get("measurement_window_s"),
         "failure_policy": {

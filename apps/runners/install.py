@@ -81,7 +81,8 @@ def install_commands(*, server_url: str, token: str | None) -> list[str]:
         f"python3 -m venv {VENV}",
         f"{VENV}/bin/pip install ./domain ./runner",
         f"{cli} --version  # prints stackselect-runner {runner_version}",
-        f"{cli} doctor  # engines, GPUs and what is missing",
+        f"{cli} models add <model-slug> <checkpoint-path>  # each catalog model it serves",
+        f"{cli} doctor  # engines, GPUs, models and what is missing",
         f"{cli} enroll --url {server_url} --token {token or '<token>'} --name <name>",
         f"{cli} start",
     ]

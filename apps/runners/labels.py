@@ -14,7 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stackselect_domain.engine_versions import BUILD_SERIES, release_accepts, version_series
+
 MAX_GPUS = 64
+# Ships with every runner; its version is the runner's own, so jobs never ask for one.
+SIMULATED_ENGINE = "simulated"
 _MIB_PER_GB = 1e9 / 2**20
 
 
@@ -128,20 +132,45 @@ def derive_labels(probe: Mapping[str, Any], catalog: Iterable[CatalogAccelerator
 
 @dataclass(frozen=True)
 class JobNeeds:
-    """What a job asks of a runner: the hardware and the engine adapter it launches."""
+    """What a job asks of a runner: the hardware, the engine adapter it launches and the catalog
+    release of that engine (empty for the simulated engine, which ships with every runner)."""
 
     accelerator: str
     gpu_count: int
     engine: str
+    engine_version: str = ""
+
+    @property
+    def series(self) -> str | None:
+        """The release series an installed engine must be of; None when any version will do."""
+        return version_series(self.engine_version) if self.engine_version else None
+
+    def engine_words(self, engine_name: str = "") -> str:
+        """The engine in words: SGLang 0.5, llama.cpp (any build), or the bare name when any
+        version will do."""
+        name = engine_name or self.engine
+        if self.series == BUILD_SERIES:
+            return f"{name} ({BUILD_SERIES})"
+        return f"{name} {self.series}" if self.series else name
 
 
 def runner_queue(runner_id: int) -> str:
     return f"runner.{runner_id}"
 
 
+def _series_token(series: str | None) -> str:
+    """`.v0.5` or `.any-build`: queue names keep to letters, digits, `.`, `_` and `-` (the
+    embedded filesystem broker refuses any other character)."""
+    if not series:
+        return ""
+    return ".any-build" if series == BUILD_SERIES else f".v{series}"
+
+
 def pool_queue(needs: JobNeeds, *, team_id: int) -> str:
-    """One pool per (hardware, engine): only runners that have the engine consume it."""
-    return f"pool.{team_id}.{needs.accelerator}.{needs.gpu_count}.{needs.engine}"
+    """One pool per (hardware, engine, release series): only runners that have that engine in
+    that series consume it, so no runner takes a job it would have to refuse."""
+    engine = needs.engine + _series_token(needs.series)
+    return f"pool.{team_id}.{needs.accelerator}.{needs.gpu_count}.{engine}"
 
 
 def pool_sizes(gpu_count: int) -> list[int]:
@@ -168,19 +197,36 @@ def unfit_reason(
     if not runner_takes(labels.gpu_count, needs.gpu_count):
         sizes = ", ".join(str(size) for size in pool_sizes(labels.gpu_count)) or "none"
         return f"takes jobs of {sizes} GPU(s), not {needs.gpu_count}"
-    if needs.engine not in labels.engines:
-        has = ", ".join(sorted(labels.engines)) or "no engine"
-        return f"lacks {engine_name or needs.engine} (it has {has})"
+    installed = labels.engines.get(needs.engine)
+    if installed is None or (needs.series and not release_accepts(needs.engine_version, installed)):
+        has = ", ".join(_engine_with_version(labels, name) for name in sorted(labels.engines))
+        return f"lacks {needs.engine_words(engine_name)} (it has {has or 'no engine'})"
     return None
 
 
+def _engine_with_version(labels: Labels, engine: str) -> str:
+    version = labels.engines.get(engine)
+    return f"{engine} {version}" if version and engine != SIMULATED_ENGINE else engine
+
+
+def _engine_pools(labels: Labels) -> list[str]:
+    """Each engine's pool, and for a real engine the pool of its installed release series."""
+    pools = []
+    for engine in sorted(labels.engines):
+        pools.append(engine)
+        series = version_series(labels.engines[engine]) if engine != SIMULATED_ENGINE else None
+        if series:
+            pools.append(engine + _series_token(series))
+    return pools
+
+
 def queues_for(*, runner_id: int, team_id: int, labels: Labels) -> list[str]:
-    """The runner's own queue and the pools of every size and engine it can take."""
+    """The runner's own queue and the pools of every size and engine (series) it can take."""
     queues = [runner_queue(runner_id)]
     if labels.accelerator:
         queues += [
-            pool_queue(JobNeeds(labels.accelerator, size, engine), team_id=team_id)
-            for engine in sorted(labels.engines)
+            f"pool.{team_id}.{labels.accelerator}.{size}.{engine}"
+            for engine in _engine_pools(labels)
             for size in pool_sizes(labels.gpu_count)
         ]
     return queues

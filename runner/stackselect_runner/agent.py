@@ -28,6 +28,7 @@ from stackselect_runner.devices import DevicePool, device_variables
 from stackselect_runner.doctor import diagnose
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.jobrun import JobRunner
+from stackselect_runner.model_store import ModelStore, models_path
 from stackselect_runner.probe import probe_environment
 from stackselect_runner.worker import build_worker_app, worker_argv
 
@@ -55,6 +56,19 @@ def _settings() -> RunnerSettings:
         raise CommandError(str(exc)) from None
 
 
+def _model_store(settings: RunnerSettings) -> ModelStore:
+    try:
+        return ModelStore.load(settings.models_file or models_path())
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _probe(settings: RunnerSettings, simulated: SimulatedHardware | None) -> dict:
+    """The probe, with the slugs of the models this runner's store holds."""
+    models = sorted(_model_store(settings).models)
+    return probe_environment(simulated, models=models, offered=settings.engines)
+
+
 def _credentials() -> Credentials:
     try:
         return load_credentials(config_path())
@@ -72,10 +86,11 @@ def masked_url(url: str) -> str:
 
 
 def enroll(args: argparse.Namespace) -> None:
-    simulated = _simulated(args, _settings())
+    settings = _settings()
+    simulated = _simulated(args, settings)
     try:
         api = RunnerApi(args.url)
-        answer = api.enroll(args.token, args.name, probe_environment(simulated))
+        answer = api.enroll(args.token, args.name, _probe(settings, simulated))
         credentials = Credentials.from_enrollment(api.base_url, answer, simulated)
     except ApiError as exc:
         verdict = "refused" if exc.status in REFUSED else "failed"
@@ -93,7 +108,7 @@ def start(args: argparse.Namespace) -> None:
     credentials = _credentials()
     settings = _settings()
     api = RunnerApi(credentials.url, credentials.credential)
-    probe = probe_environment(settings.simulated or credentials.simulated)
+    probe = _probe(settings, settings.simulated or credentials.simulated)
     try:
         answer = api.send_probe(probe)
     except CredentialRejected as exc:
@@ -139,8 +154,9 @@ def status(args: argparse.Namespace) -> None:
         raise CommandError(error)
     print("reachable:   yes")
     print(f"server view: {json.dumps(answer, sort_keys=True)}")
-    probe = probe_environment(_settings().simulated or simulated)
-    for line in diagnose(probe, credentials, None).lines():
+    settings = _settings()
+    probe = _probe(settings, settings.simulated or simulated)
+    for line in diagnose(probe, credentials, None, _model_store(settings)).lines():
         print(line)
 
 
@@ -164,12 +180,46 @@ def doctor(args: argparse.Namespace) -> None:
     credentials = _credentials() if path.exists() else None
     error = _server_view(credentials)[1] if credentials else None
     simulated = settings.simulated or (credentials.simulated if credentials else None)
-    findings = diagnose(probe_environment(simulated), credentials, error)
+    store = _model_store(settings)
+    findings = diagnose(_probe(settings, simulated), credentials, error, store)
     print(f"config:   {path}{'' if credentials else ' (absent)'}")
     for line in findings.lines():
         print(line)
     if findings.missing:
         raise CommandError(f"{len(findings.missing)} thing(s) missing; see above")
+
+
+def models(args: argparse.Namespace) -> None:
+    """List, add or remove the model store's entries (catalog slug -> local checkpoint)."""
+    store = _model_store(_settings())
+    try:
+        if args.action == "add":
+            print(f"{args.slug} -> {store.add(args.slug, args.checkpoint)}")
+            store.save()
+        elif args.action == "remove":
+            store.remove(args.slug)
+            store.save()
+            print(f"removed {args.slug}")
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
+    if args.action == "list":
+        print(f"model store: {store.path}")
+        for line in store.lines() or ["(empty)"]:
+            print(line)
+
+
+def _add_models_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "models", help="the model store: which local checkpoint serves each catalog model"
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="the models in the store")
+    add = actions.add_parser("add", help="map a catalog model slug to a local checkpoint")
+    add.add_argument("slug", help="the catalog model's slug, e.g. llama-3.1-8b")
+    add.add_argument("checkpoint", help="a checkpoint folder or file (a .gguf for llama.cpp)")
+    remove = actions.add_parser("remove", help="forget a model")
+    remove.add_argument("slug")
+    parser.set_defaults(handler=models)
 
 
 def add_agent_commands(commands: argparse._SubParsersAction) -> None:
@@ -194,3 +244,4 @@ def add_agent_commands(commands: argparse._SubParsersAction) -> None:
         "doctor", help="what this machine has and lacks as a runner (exit 1 if anything)"
     )
     doctor_parser.set_defaults(handler=doctor)
+    _add_models_command(commands)

@@ -18,6 +18,7 @@ from typing import Any
 from stackselect_domain.checks import require_int, require_number
 
 CONFIG_ENV = "STACKSELECT_RUNNER_CONFIG"
+MODELS_ENV = "STACKSELECT_RUNNER_MODELS"
 DEFAULT_CONFIG_PATH = Path("~/.config/stackselect-runner/credentials.json")
 DEFAULT_WORK_DIR = Path("~/.cache/stackselect-runner")
 DEFAULT_HEARTBEAT_INTERVAL_S = 10.0
@@ -180,6 +181,13 @@ def _env_json_object(environ: Mapping[str, str], name: str) -> dict[str, Any] | 
     return value
 
 
+def _env_list(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    raw = environ.get(name)
+    if not raw:
+        return None
+    return tuple(word.strip() for word in raw.split(",") if word.strip())
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerSettings:
     """Tunables of a runner host; every field has a `STACKSELECT_RUNNER_<NAME>` variable."""
@@ -193,6 +201,10 @@ class RunnerSettings:
     report_interval_s: float = DEFAULT_REPORT_INTERVAL_S
     upload_chunk_records: int = DEFAULT_UPLOAD_CHUNK_RECORDS
     simulated: SimulatedHardware | None = None
+    # The model store's file; None: models.json next to the credentials (model_store.py).
+    models_file: Path | None = None
+    # The engines this runner offers (slugs); None: every engine the probe finds.
+    engines: tuple[str, ...] | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> RunnerSettings:
@@ -227,6 +239,8 @@ class RunnerSettings:
             ),
             upload_chunk_records=max(1, int(chunk)),
             simulated=simulated,
+            models_file=Path(environ[MODELS_ENV]).expanduser() if environ.get(MODELS_ENV) else None,
+            engines=_env_list(environ, "STACKSELECT_RUNNER_ENGINES"),
         )
 
     @property

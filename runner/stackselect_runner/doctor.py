@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from stackselect_runner.config import Credentials
 from stackselect_runner.devices import device_variables
+from stackselect_runner.model_store import ModelStore
 from stackselect_runner.probe import PYTHON_ENGINES
 
 # Engines a real job can name (the simulated engine ships with the runner and runs only dry runs).
@@ -98,16 +99,30 @@ def _engines(probe: Mapping[str, Any], findings: Findings) -> None:
         )
 
 
+def _models(probe: Mapping[str, Any], store: ModelStore, findings: Findings) -> None:
+    for line in store.lines():
+        findings.found.append(f"model {line}")
+    has_real_engine = any(name in (probe.get("engines") or {}) for name in REAL_ENGINES)
+    if has_real_engine and not store.models:
+        findings.missing.append(
+            f"a model in the store {store.path}: measured jobs fail until you map their catalog "
+            "model, e.g. `stackselect-runner models add llama-3.1-8b /models/Llama-3.1-8B`"
+        )
+    elif not store.models:
+        findings.found.append(f"model store {store.path}: empty (dry runs need no model)")
+
+
 def diagnose(
-    probe: Mapping[str, Any], credentials: Credentials | None, server_error: str | None
+    probe: Mapping[str, Any],
+    credentials: Credentials | None,
+    server_error: str | None,
+    store: ModelStore,
 ) -> Findings:
     """`server_error` is why the server did not answer (None when it did, or not asked)."""
     findings = Findings()
     _gpus(probe, findings)
     _engines(probe, findings)
-    findings.found.append(
-        "models: jobs launch the checkpoint the job names (no local model store on this runner)"
-    )
+    _models(probe, store, findings)
     if credentials is None:
         findings.missing.append(
             "enrollment: no credentials here; run `stackselect-runner enroll --url ... "

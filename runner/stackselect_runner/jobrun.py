@@ -21,7 +21,7 @@ from stackselect_domain.ratesearch import RateSearch, SearchSpec
 
 import stackselect_runner
 from stackselect_runner.api import ApiError, ApiUnreachable, Conflict, RunnerApiClient
-from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, RunnerSettings
+from stackselect_runner.config import DEFAULT_HEARTBEAT_INTERVAL_S, ConfigError, RunnerSettings
 from stackselect_runner.devices import DevicePool
 from stackselect_runner.engines import (
     EngineProcess,
@@ -40,11 +40,14 @@ from stackselect_runner.harness import (
 )
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
+from stackselect_runner.model_store import ModelMissing, ModelStore, models_path
 from stackselect_runner.reporting import Reporter
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
 
 CANCEL_POLL_S = 0.1
+# Ships with the agent and needs no checkpoint: its step cost comes in the job spec.
+SIMULATED_ADAPTER = "simulated"
 # The server keeps the first 2000 characters of a reason; clip_reason fits both ends in them.
 MAX_REASON_CHARS = 2000
 logger = logging.getLogger(__name__)
@@ -104,6 +107,8 @@ class JobPlan:
     harness: HarnessSpec
     load_points: tuple[LoadPoint, ...]
     search: SearchSpec | None = None
+    # {"model_key", "path"}: the checkpoint this runner's model store gave the job, if any.
+    model_store: Mapping[str, str] | None = None
 
     @classmethod
     def from_spec(
@@ -122,6 +127,12 @@ class JobPlan:
         options = engine.get("options") or {}
         if not isinstance(options, Mapping):
             raise ValueError("engine.options must be an object")
+        model_store = None
+        if engine.get("model_key") and engine["adapter"] != SIMULATED_ADAPTER:
+            store = ModelStore.load(settings.models_file or models_path())
+            key = str(engine["model_key"])
+            model_store = {"model_key": key, "path": store.checkpoint_for(key)}
+            options = {**options, "model_path": model_store["path"]}
         launch = LaunchSpec(
             model=str(engine["model"]),
             served_model_name=engine.get("served_model_name"),
@@ -132,7 +143,13 @@ class JobPlan:
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
         if spec.get("search") is None:
-            return cls(str(engine["adapter"]), launch, harness, _fixed_load_points(spec))
+            return cls(
+                str(engine["adapter"]),
+                launch,
+                harness,
+                _fixed_load_points(spec),
+                model_store=model_store,
+            )
         search = SearchSpec.from_dict(spec["search"])
         return cls(
             adapter_slug=str(engine["adapter"]),
@@ -140,6 +157,7 @@ class JobPlan:
             harness=_first_requests(harness, search.requests_per_probe),
             load_points=(),
             search=search,
+            model_store=model_store,
         )
 
     def effective_config(self) -> dict[str, Any]:
@@ -265,6 +283,9 @@ class AttemptRun:
                 # Where it ran, not what it was: kept out of the identity's engine config.
                 "visible_devices": dict(self.plan.launch.env),
             }
+            if self.plan.model_store:
+                # Where this machine keeps the weights: the identity names the model instead.
+                engine["model_store"] = dict(self.plan.model_store)
             if self.plan.search is not None:
                 return self._search(self.plan.search, process, engine)
             for point in self.plan.load_points:
@@ -394,6 +415,8 @@ class JobRunner:
     ) -> tuple[Outcome, str]:
         try:
             plan = JobPlan.from_spec(spec, self.settings, attempt_id, env)
+        except (ModelMissing, ConfigError) as exc:
+            return Outcome.FAILED, str(exc)
         except (ValueError, TypeError) as exc:
             return Outcome.FAILED, f"invalid job spec: {exc}"
         shipper = LogShipper(self.api, attempt_id, plan.launch.log_path)

@@ -12,7 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -275,10 +275,25 @@ def installed_engines(sources: ProbeSources) -> dict[str, str]:
     return engines
 
 
+def offered_engines(
+    installed: Mapping[str, str], offered: Collection[str] | None
+) -> dict[str, str]:
+    if offered is None:
+        return dict(installed)
+    keep = set(offered) | {"simulated"}
+    return {name: version for name, version in installed.items() if name in keep}
+
+
 def probe_environment(
-    simulated: SimulatedHardware | None = None, sources: ProbeSources | None = None
+    simulated: SimulatedHardware | None = None,
+    sources: ProbeSources | None = None,
+    *,
+    models: Sequence[str] = (),
+    offered: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """The probe document; a simulated runner's gpu_count is the count it declares."""
+    """The probe document; a simulated runner's gpu_count is the count it declares, `models`
+    are the catalog slugs its model store serves, and `offered` (STACKSELECT_RUNNER_ENGINES)
+    limits the engines it reports to those its operator offers (the simulated engine stays)."""
     sources = sources or ProbeSources()
     accelerators = _nvidia(sources) or _rocm(sources) or _accelerator_fields([])
     gpus = accelerators["gpus"]
@@ -292,7 +307,8 @@ def probe_environment(
         },
         "memory_gib": parse_memory_gib(sources.read_text("/proc/meminfo") or ""),
         "hostname": sources.hostname(),
-        "engines": installed_engines(sources),
+        "engines": offered_engines(installed_engines(sources), offered),
         "simulated": simulated is not None,
         "simulated_accelerator": simulated.accelerator if simulated else None,
+        "models": list(models),
     }

@@ -47,9 +47,12 @@ def test_dispatch_puts_a_real_message_on_the_pool_queue_in_redis(
 
 
 def test_nothing_is_sent_when_the_transaction_rolls_back(alice, acme, selection, broker):
-    queue = f"pool.{acme.pk}.h100-sxm.1.vllm"
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8"
     broker.delete(queue)
-    plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions())
+    plan = plan_create(
+        actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()
+    )
+    assert plan.jobs.get().attempts.get().queue == queue
     # The test transaction never commits, so on_commit never fires.
     assert broker.llen(queue) == 0
 

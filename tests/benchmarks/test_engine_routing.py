@@ -23,7 +23,7 @@ from tests.benchmarks.factories import RunnerClient, simulated_probe
 
 pytestmark = pytest.mark.django_db
 ENROLL = "/api/runner/v1/enroll"
-NEEDS = "vLLM on 1 x NVIDIA H100 SXM (h100-sxm)"
+NEEDS = "vLLM 0.8 on 1 x NVIDIA H100 SXM (h100-sxm)"
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_a_job_for_an_engine_no_runner_has_waits_with_why_and_never_runs_simulat
     alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
 ):
     _, sim_api, sim_queues = _enroll(client, alice, acme, "sim-1", {"simulated": "0.1.0"})
-    queue = f"pool.{acme.pk}.h100-sxm.1.vllm"
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8"
     broker.delete(queue)
     try:
         plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
@@ -71,7 +71,7 @@ def test_a_job_for_an_engine_no_runner_has_waits_with_why_and_never_runs_simulat
         attempt = job.attempts.get()
         assert job.state == "waiting_for_runner"
         assert f"No online runner has {NEEDS}." in job.state_reason
-        assert "sim-1 lacks vLLM (it has simulated)" in job.state_reason
+        assert "sim-1 lacks vLLM 0.8 (it has simulated)" in job.state_reason
         page = alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
         assert f"No online runner has {NEEDS}." in page
         # The message waits on the vLLM pool, which the simulated runner does not consume.
@@ -103,7 +103,10 @@ def test_the_job_runs_on_a_runner_that_has_the_engine_once_it_enrolls(
     )
     job.refresh_from_db()
     assert job.state == "queued"
-    assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-1."
+    assert job.state_reason == (
+        f"Queued for {NEEDS}; 1 runner(s) online: gpu-1. "
+        "Not the others: sim-1 lacks vLLM 0.8 (it has simulated)."
+    )
     attempt = job.attempts.get()
     assert attempt.queue in gpu_queues
     claim = gpu_api.post(f"attempts/{attempt.pk}/claim")
@@ -139,7 +142,34 @@ def test_a_dry_run_goes_only_to_runners_that_offer_the_simulated_engine(
         )
     job = plan.jobs.get()
     assert job.state == "waiting_for_runner"
-    assert "gpu-1 lacks the simulated engine (it has vllm)" in job.state_reason
+    assert "gpu-1 lacks the simulated engine (it has vllm 0.8.0)" in job.state_reason
     queue = job.attempts.get().queue
     broker.delete(queue)
     assert queue == f"pool.{acme.pk}.h100-sxm.1.simulated"
+
+
+def test_a_runner_with_another_release_series_of_the_engine_never_gets_the_job(
+    alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
+):
+    _, old_api, old_queues = _enroll(
+        client, alice, acme, "gpu-old", {"vllm": "0.7.3", "simulated": "0.1.0"}
+    )
+    plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+    job = plan.jobs.get()
+    attempt = job.attempts.get()
+    broker.delete(attempt.queue)
+    assert job.state == "waiting_for_runner"
+    assert job.state_reason.startswith(f"No online runner has {NEEDS}. ")
+    assert "gpu-old lacks vLLM 0.8 (it has simulated, vllm 0.7.3)" in job.state_reason
+    page = alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
+    assert "gpu-old lacks vLLM 0.8 (it has simulated, vllm 0.7.3)" in page
+    assert attempt.queue not in old_queues
+    assert old_api.post(f"attempts/{attempt.pk}/claim").status_code == 403
+
+    _, new_api, new_queues = _enroll(client, alice, acme, "gpu-new", {"vllm": "0.8.4"})
+    job.refresh_from_db()
+    assert job.state == "queued"
+    assert "1 runner(s) online: gpu-new." in job.state_reason
+    assert "Not the others: gpu-old lacks vLLM 0.8" in job.state_reason
+    assert attempt.queue in new_queues
+    assert new_api.post(f"attempts/{attempt.pk}/claim").status_code == 200

@@ -66,14 +66,16 @@ def test_the_mode_is_part_of_the_identity(alice, acme, selection):
     assert measured.identity_fingerprint != simulated.identity_fingerprint
 
 
-def test_a_measured_llama_cpp_job_serves_its_gguf_file(alice, acme, selection, rows):
-    rows["model"].checkpoint = "/models/gemma-3-270m-q4_k_m.gguf"
-    rows["model"].save()
+def test_a_measured_job_names_its_model_by_slug_for_the_runners_model_store(
+    alice, acme, selection, rows
+):
     selection.candidates.update(chosen=False)
     _llama_candidate(selection, rows)
     engine = _plan(alice, acme, selection).jobs.get().engine
     assert engine["adapter"] == "llama-cpp"
-    assert engine["options"]["model_path"] == "/models/gemma-3-270m-q4_k_m.gguf"
+    assert engine["model_key"] == rows["model"].slug
+    # No path of this host goes to another machine: the runner maps the slug to its checkpoint.
+    assert "model_path" not in engine["options"]
 
 
 def test_a_measured_plan_may_mix_engines_each_on_its_own_adapter(alice, acme, selection, rows):

@@ -37,7 +37,9 @@ def _run(line: str, home: Path, *extra: str) -> subprocess.CompletedProcess[str]
     """One line of the page, as a shell would split it, comments dropped."""
     words = shlex.split(line, comments=True)
     assert words[0] == CLI, line
-    words = [w.replace("<name>", "gpu-box-1") for w in words[1:]]
+    placeholders = {"<name>": "gpu-box-1", "<model-slug>": "llama-3.1-8b",
+                    "<checkpoint-path>": str(home / "Llama-3.1-8B")}  # fmt: skip
+    words = [placeholders.get(word, word) for word in words[1:]]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
     env.update(PYTHONPATH=str(ROOT / "runner"), STACKSELECT_RUNNER_CONFIG=str(home / "c.json"))
     argv = [sys.executable, "-m", "stackselect_runner.cli", *words, *extra]
@@ -68,9 +70,14 @@ def test_alice_follows_the_enroll_page_and_is_warned_the_broker_is_unreachable(
     runner = Runner.objects.get(name="gpu-box-1")
     assert runner.team_id == acme.pk
 
+    (tmp_path / "Llama-3.1-8B").mkdir()
+    stored = _run(next(line for line in lines if " models add " in line), tmp_path)
+    assert stored.returncode == 0, stored.stderr
+
     doctor = _run(next(line for line in lines if " doctor" in line), tmp_path)
     assert doctor.returncode == 1
     assert "missing:  a reachable broker: the broker is filesystem://" in doctor.stdout
+    assert f"found:    model llama-3.1-8b -> {tmp_path / 'Llama-3.1-8B'}" in doctor.stdout
     assert lines[-1] == f"{CLI} start"
 
 

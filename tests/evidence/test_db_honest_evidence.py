@@ -96,6 +96,8 @@ def test_the_evidence_page_and_api_label_simulated_runs(
     page = alice_client.get(f"/evidence/selections/{selection.pk}/").content.decode()
     assert 'id="simulated-banner"' in page and "1 of 2 candidate(s) are simulated" in page
     assert page.count('data-mode="simulated"') == 1 + len(RATES)  # candidates and metrics rows
+    # Each chart names the dry run's line as simulated (plotly figures are JSON in the page).
+    assert "(simulated) P50" in page and "(simulated) P99" in page
     body = alice_client.get(f"/api/v1/selections/{selection.pk}/evidence/").json()
     assert sorted(entry["mode"] for entry in body["candidates"]) == ["measured", "simulated"]
     modes = sorted(RunOut(run).data["mode"] for run in EvidenceRun.objects.all())
@@ -116,6 +118,33 @@ def test_repeated_runs_of_one_stack_on_two_runners_pool_despite_ports_and_paths(
     assert entry.run_ids == [first.pk, second.pk]
     point = entry.points[0]
     assert point.runs == 2 and point.cells["ttft_mean_ms"].interval is not None
+
+
+def _stored_model_engine(checkpoint: str) -> dict:
+    """A real engine launched on the checkpoint this runner's model store maps the model to."""
+    command = ["vllm", "serve", checkpoint, "--port", "8100", "--max-num-seqs", "128"]
+    return {
+        "version": "0.8.5",
+        "effective_config": {
+            "adapter": "vllm",
+            "command": command,
+            "settings": {"model_path": checkpoint, "tp": 1},
+        },
+        "model_store": {"model_key": "llama-3.1-8b", "path": checkpoint},
+    }
+
+
+def test_runners_keeping_the_checkpoint_in_different_places_still_pool(
+    acme, selection, plan, candidates
+):
+    first = _run_with_engine(plan, candidates[0], _stored_model_engine("/models/llama-8b"))
+    second = _run_with_engine(
+        plan, candidates[0], _stored_model_engine("/data/hf/Llama-3.1-8B"), number=2
+    )
+    assert first.identity_fingerprint == second.identity_fingerprint
+    config = first.identity["engine_config"]
+    assert config["command"][2] == "<model store: llama-3.1-8b>"
+    assert config["settings"]["model_path"] == "<model store: llama-3.1-8b>"
 
 
 def test_a_different_engine_setting_is_still_a_different_identity(plan, candidates):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from apps.runners.services import enrollment_token_create
@@ -29,9 +31,16 @@ def rows(transactional_db):
 def runners(live_server, alice, acme, tmp_path, fast_fleet):
     started: list[RunnerProcess] = []
 
-    def make(name: str, gpus: int = 1) -> RunnerProcess:
+    def make(
+        name: str,
+        gpus: int = 1,
+        offers: tuple[str, ...] | None = None,
+        models: dict[str, Path] | None = None,
+    ) -> RunnerProcess:
         _, token = enrollment_token_create(actor_user=alice, team=acme)
-        runner = RunnerProcess(name=name, home=tmp_path / name)
+        runner = RunnerProcess(name=name, home=tmp_path / name, offers=offers)
+        for slug, checkpoint in (models or {}).items():
+            runner.add_model(slug, checkpoint)
         runner.enroll(live_server.url, token, gpus=gpus)
         runner.start()
         started.append(runner)

@@ -21,8 +21,11 @@ RUNNER_CLI = [sys.executable, "-m", "stackselect_runner.cli"]
 
 @dataclass
 class RunnerProcess:
+    """`offers`: the engines this runner offers (STACKSELECT_RUNNER_ENGINES); None: all found."""
+
     name: str
     home: Path
+    offers: tuple[str, ...] | None = None
     process: subprocess.Popen | None = None
     log: Path = field(init=False)
 
@@ -40,14 +43,24 @@ class RunnerProcess:
             STACKSELECT_RUNNER_REPORT_INTERVAL_S="0.5",
             STACKSELECT_RUNNER_ENGINE_STOP_GRACE_S="3",
         )
+        if self.offers is not None:
+            env["STACKSELECT_RUNNER_ENGINES"] = ",".join(self.offers)
         return env
 
-    def enroll(self, url: str, token: str, accelerator: str = "h100-sxm", gpus: int = 1) -> None:
-        args = ["enroll", "--url", url, "--token", token, "--name", self.name,
-                "--simulate-accelerator", accelerator, "--simulate-gpus", str(gpus)]  # fmt: skip
+    def cli(self, *args: str) -> str:
+        """Run one `stackselect-runner` command as this runner; its output, or an assertion."""
         result = subprocess.run([*RUNNER_CLI, *args], env=self.env, capture_output=True,
                                 text=True, timeout=60)  # fmt: skip
         assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    def add_model(self, slug: str, checkpoint: Path) -> None:
+        """Map a catalog model to a local checkpoint in this runner's model store."""
+        self.cli("models", "add", slug, str(checkpoint))
+
+    def enroll(self, url: str, token: str, accelerator: str = "h100-sxm", gpus: int = 1) -> None:
+        self.cli("enroll", "--url", url, "--token", token, "--name", self.name,
+                 "--simulate-accelerator", accelerator, "--simulate-gpus", str(gpus))  # fmt: skip
 
     def start(self) -> None:
         with self.log.open("ab") as log:

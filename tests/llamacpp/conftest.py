@@ -49,15 +49,16 @@ def pinned_cpus(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
-def llama_selection(transactional_db, acme, alice, gemma_gguf: Path) -> Selection:
-    """A llama.cpp candidate whose model checkpoint is the local GGUF file."""
+def llama_selection(transactional_db, acme, alice) -> Selection:
+    """A llama.cpp candidate; a runner serves it from the GGUF file its model store maps the
+    catalog model's slug to (see `gemma_store`)."""
     rows = catalog()
     engine = Engine.objects.create(slug="llama-cpp", name="llama.cpp", kind="engine")
     release = EngineRelease.objects.create(engine=engine, version="b0")
-    # The catalog's model row, pointed at the GGUF file: its architecture figures only feed the
+    # The catalog's model row under the GGUF's name: its architecture figures only feed the
     # simulated engine, while llama.cpp reads everything it needs from the file itself.
     model = rows["model"]
-    model.checkpoint = str(gemma_gguf)
+    model.checkpoint = gemma.MODEL_NAME
     model.save(update_fields=["checkpoint"])
     selection = Selection.objects.create(
         team=acme, title="Gemma on llama.cpp", created_by=alice, state="candidates_ready",
@@ -69,3 +70,9 @@ def llama_selection(transactional_db, acme, alice, gemma_gguf: Path) -> Selectio
         chosen=True,
     )  # fmt: skip
     return selection
+
+
+@pytest.fixture
+def gemma_store(llama_selection: Selection, gemma_gguf: Path) -> dict[str, Path]:
+    """A runner model store entry: the candidate's catalog model -> the local GGUF file."""
+    return {llama_selection.model.slug: gemma_gguf}

@@ -24,9 +24,9 @@ OUTPUT_TOKENS = 16
 
 
 def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
-    alice, bob, acme, llama_selection, runners, pinned_cpus
+    alice, bob, acme, llama_selection, gemma_store, gemma_gguf, runners, pinned_cpus
 ):
-    runner = runners("llama-a")
+    runner = runners("llama-a", models=gemma_store)
     options = PlanOptions(
         request_count=REQUESTS,
         load_points=({"rate_rps": 1.0},),
@@ -52,11 +52,17 @@ def test_a_llama_cpp_plan_runs_on_the_real_engine_and_its_results_are_stored(
     assert upload.record_count == REQUESTS
     engine = upload.meta["engine"]
     assert engine["version"].startswith("llama-cpp-python ")
+    slug = llama_selection.model.slug
+    assert engine["model_store"] == {"model_key": slug, "path": str(gemma_gguf)}
+    run = job.attempts.get().evidence_run
+    assert run.identity["engine_config"]["settings"]["model_path"] == f"<model store: {slug}>"
     config = engine["effective_config"]
     assert config["adapter"] == "llama-cpp" and config["frontend"] == "llama-cpp-python"
     command = config["command"]
     assert command[command.index("--interrupt_requests") + 1] == "False"
-    assert command[command.index("--model") + 1] == llama_selection.model.checkpoint
+    # The runner's model store mapped the catalog model to its local GGUF file.
+    assert command[command.index("--model") + 1] == str(gemma_gguf)
+    assert command[command.index("--model_alias") + 1] == llama_selection.model.checkpoint
     records = json.loads(gzip.decompress(bytes(upload.body)))["records"]
     assert all(record["error"] is None for record in records)
     # min_tokens pins the output length; the counts are the server's own usage figures.

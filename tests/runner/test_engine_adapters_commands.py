@@ -117,6 +117,20 @@ def test_tensorrt_llm_puts_kv_dtype_block_reuse_and_cuda_graphs_in_its_options_f
     }
 
 
+def test_tensorrt_llm_speculation_uses_the_decoding_config_names_of_the_pinned_release(tmp_path):
+    draft = {"method": "draft", "draft_model": "meta-llama/Llama-3.2-1B", "num_tokens": 4}
+    spec = launch(tmp_path, LLAMA, speculative=draft)
+    options = get_engine_adapter("tensorrt-llm").effective_config(spec)["extra_llm_api_options"]
+    assert options["speculative_config"] == {
+        "decoding_type": "Draft_Target",
+        "max_draft_len": 4,
+        "speculative_model": "meta-llama/Llama-3.2-1B",
+    }
+    ngram = launch(tmp_path, LLAMA, speculative={"method": "ngram", "num_tokens": 3})
+    config = get_engine_adapter("tensorrt-llm").effective_config(ngram)["extra_llm_api_options"]
+    assert config["speculative_config"] == {"decoding_type": "NGram", "max_draft_len": 3}
+
+
 def test_tensorrt_llm_refuses_data_parallel_replicas_and_e5m2_kv(tmp_path):
     with pytest.raises(UnsupportedSetting, match=r"tensorrt-llm has no data parallelism .*dp=2"):
         command("tensorrt-llm", launch(tmp_path, LLAMA, dp=2))
@@ -144,13 +158,13 @@ def test_lmdeploy_has_integer_kv_quantisation_only_and_no_pipeline_parallelism(t
         command("lmdeploy", launch(tmp_path, LLAMA, pp=2))
 
 
-def test_tgi_shards_a_dense_tp2_stack_and_extends_cuda_graphs_to_the_batch_limit(tmp_path):
+def test_tgi_batches_up_to_the_stacks_limit_and_queues_every_client_above_it(tmp_path):
     settings = {**DENSE_TP2_BF16, "chunked_prefill": None, "prefix_caching": None}
     assert command("tgi", launch(tmp_path, LLAMA, **settings)) == [
         "text-generation-launcher", "--model-id", LLAMA, "--hostname", "127.0.0.1",
         "--port", "8100", "--num-shard", "2", "--dtype", "bfloat16",
-        "--max-concurrent-requests", "128", "--max-batch-prefill-tokens", "8192",
-        "--cuda-graphs", "1,2,4,8,16,32,64,128",
+        "--max-concurrent-requests", "65536", "--max-batch-size", "128",
+        "--max-batch-prefill-tokens", "8192", "--cuda-graphs", "1,2,4,8,16,32,64,128",
     ]  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import pytest
 from stackselect_runner.cli import main
 from stackselect_runner.config import Credentials, SimulatedHardware, save_credentials
 from stackselect_runner.doctor import broker_problem, diagnose
+from stackselect_runner.model_store import ModelStore
 
 from .fake_api import FakeRunnerServer, serve, unused_loopback_url
 
@@ -89,20 +90,25 @@ def test_status_lists_what_the_runner_found_after_the_servers_view(
     assert "missing:" in out
 
 
-def test_a_gpu_host_with_an_engine_and_a_reachable_broker_lacks_nothing() -> None:
+def test_a_gpu_host_with_an_engine_a_model_and_a_reachable_broker_lacks_nothing(
+    tmp_path: Path,
+) -> None:
     credentials = Credentials(
         "http://stackselect.internal:8000", 5, "ssr_x", "redis://broker:6379/0"
     )
-    findings = diagnose(NVIDIA_PROBE, credentials, None)
+    store = ModelStore(tmp_path / "models.json", {"llama-3.1-8b": str(tmp_path)})
+    findings = diagnose(NVIDIA_PROBE, credentials, None, store)
     assert findings.missing == []
     assert "engine vllm 0.8.5" in findings.found
     assert any("8 GPU(s): NVIDIA H100 80GB HBM3" in line and "CUDA_VISIBLE_DEVICES" in line
                for line in findings.found)  # fmt: skip
 
 
-def test_a_gpu_host_without_a_real_engine_is_told_measured_plans_need_one() -> None:
+def test_a_gpu_host_without_a_real_engine_is_told_measured_plans_need_one(
+    tmp_path: Path,
+) -> None:
     probe = {**NVIDIA_PROBE, "engines": {"simulated": "0.1.0"}}
-    findings = diagnose(probe, None, None)
+    findings = diagnose(probe, None, None, ModelStore(tmp_path / "models.json"))
     assert any(line.startswith("a real engine: none of") for line in findings.missing)
 
 

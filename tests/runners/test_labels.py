@@ -9,6 +9,7 @@ from apps.runners.labels import (
     JobNeeds,
     derive_labels,
     match_accelerator,
+    pool_queue,
     pool_sizes,
     queues_for,
     unfit_reason,
@@ -102,8 +103,8 @@ def test_a_runner_takes_pools_of_powers_of_two_up_to_its_count_and_its_own_count
     assert pool_sizes(0) == []
 
 
-def test_queues_are_the_runner_queue_then_a_pool_per_engine_and_size():
-    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": {"vllm": "0.8.0", "simulated": "1"}}
+def test_queues_are_the_runner_queue_then_a_pool_per_engine_series_and_size():
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": {"vllm": "0.8.5", "simulated": "1"}}
     labels = derive_labels(validate_probe(probe), CATALOG)
     assert queues_for(runner_id=7, team_id=3, labels=labels) == [
         "runner.7",
@@ -111,7 +112,21 @@ def test_queues_are_the_runner_queue_then_a_pool_per_engine_and_size():
         "pool.3.l40s.2.simulated",
         "pool.3.l40s.1.vllm",
         "pool.3.l40s.2.vllm",
+        "pool.3.l40s.1.vllm.v0.8",
+        "pool.3.l40s.2.vllm.v0.8",
     ]
+    # A job for the catalog's vLLM 0.8.0 waits on the 0.8 pool this runner consumes.
+    assert pool_queue(JobNeeds("l40s", 2, "vllm", "0.8.0"), team_id=3) == "pool.3.l40s.2.vllm.v0.8"
+
+
+def test_a_runner_whose_engine_is_of_another_release_series_does_not_fit():
+    engines = {"sglang": "0.4.9", "simulated": "1"}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": engines}
+    labels = derive_labels(validate_probe(probe), CATALOG)
+    assert unfit_reason(labels, JobNeeds("l40s", 2, "sglang", "0.4.1")) is None
+    assert unfit_reason(labels, JobNeeds("l40s", 2, "sglang", "0.5.23"), engine_name="SGLang") == (
+        "lacks SGLang 0.5 (it has sglang 0.4.9, simulated)"
+    )
 
 
 def test_a_runner_without_the_engine_or_enough_gpus_says_why_it_does_not_fit():
@@ -127,3 +142,14 @@ def test_a_runner_without_the_engine_or_enough_gpus_says_why_it_does_not_fit():
     assert unfit_reason(labels, JobNeeds("h100-sxm", 1, "simulated")) == (
         "has no h100-sxm (it has l40s)"
     )
+
+
+def test_queue_names_keep_to_characters_the_embedded_filesystem_broker_accepts():
+    engines = {"llama-cpp": "llama-cpp-python 0.3.36", "sglang": "0.5.23", "simulated": "0.1.0"}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": engines}
+    labels = derive_labels(validate_probe(probe), CATALOG)
+    queues = queues_for(runner_id=7, team_id=3, labels=labels)
+    queues.append(pool_queue(JobNeeds("l40s", 1, "llama-cpp", "b10488"), team_id=3))
+    assert "pool.3.l40s.1.llama-cpp.any-build" in queues and "pool.3.l40s.2.sglang.v0.5" in queues
+    # kombu's filesystem transport refuses exchange names outside [A-Za-z0-9._-].
+    assert [queue for queue in queues if not re.fullmatch(r"[A-Za-z0-9._-]+", queue)] == []

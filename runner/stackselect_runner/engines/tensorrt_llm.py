@@ -1,14 +1,18 @@
 """TensorRT-LLM (`trtllm-serve`, PyTorch backend).
 
-Command-line flags from NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py (commit 4c05a748):
+Command-line flags from NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py (commit 00209af1;
+tests/runner/engine_flags/tensorrt-llm.json):
 --host, --port, --backend, --tp_size, --pp_size, --ep_size, --max_batch_size,
 --max_num_tokens, --max_seq_len, --kv_cache_free_gpu_memory_fraction (default 0.9),
 --enable_chunked_prefill and --extra_llm_api_options (a YAML file of LLM API arguments that
 overrides the flags). The KV dtype, KV block reuse (prefix caching), speculative decoding and
 CUDA graph settings have no flag and go into that file: `kv_cache_config.dtype`,
 `kv_cache_config.enable_block_reuse`, `speculative_config` and `cuda_graph_config`
-(tensorrt_llm/llmapi/llm_args.py; the DeepSeek-R1 serving example in the TensorRT-LLM docs
-sets `cuda_graph_config: {enable_padding: true, max_batch_size: ...}`). JSON is valid YAML, so
+(tensorrt_llm/llmapi/llm_args.py, commit 00043967; the DeepSeek-R1 serving example in the
+TensorRT-LLM docs sets `cuda_graph_config: {enable_padding: true, max_batch_size: ...}`). A
+speculative config names its `decoding_type` as the decoding config classes spell it
+(Draft_Target, Eagle, Eagle3, MTP, NGram), its draft model `speculative_model` and its draft
+length `max_draft_len`. JSON is valid YAML, so
 the file is written as JSON. trtllm-serve has no served-model-name or data-parallel flag, and
 no weight-quantization flag: a quantized checkpoint brings its own recipe.
 """
@@ -34,7 +38,13 @@ ENGINE = "tensorrt-llm"
 # Recommended: trtllm-serve's own default fraction, explicit so the identity records it.
 KV_CACHE_FREE_GPU_MEMORY_FRACTION = 0.9
 KV_DTYPES = {"fp8": "fp8", "fp8_e4m3": "fp8"}
-DECODING_TYPES = {"draft": "Draft", "eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP"}
+DECODING_TYPES = {
+    "draft": "Draft_Target",
+    "eagle": "Eagle",
+    "eagle3": "Eagle3",
+    "mtp": "MTP",
+    "ngram": "NGram",
+}
 # Weight precisions a checkpoint may carry; trtllm-serve reads the recipe from the checkpoint.
 CHECKPOINT_PRECISIONS = frozenset({"bf16", "fp16", "fp8", "fp4", "mxfp4", "int4_awq", "int4_gptq"})
 EXTRA_OPTIONS_FILE = "trtllm-extra-llm-api-options.yaml"
@@ -51,7 +61,7 @@ def _speculative_config(settings: StackSettings) -> dict[str, Any] | None:
     decoding_type = lookup(ENGINE, DECODING_TYPES, spec.method, "speculative decoding_type")
     config: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": spec.num_tokens}
     if spec.draft_model:
-        config["speculative_model_dir"] = spec.draft_model
+        config["speculative_model"] = spec.draft_model
     return config
 
 

@@ -1,12 +1,17 @@
 """Hugging Face Text Generation Inference (`text-generation-launcher`).
 
-Flag names from huggingface/text-generation-inference docs/source/reference/launcher.md:
---model-id, --hostname, --port, --num-shard (tensor-parallel shards), --dtype (float16,
-bfloat16), --quantize, --kv-cache-dtype (fp8_e4m3fn, fp8_e5m2), --max-concurrent-requests,
---max-batch-prefill-tokens, --max-total-tokens, --cuda-graphs (batch sizes to capture),
---cuda-memory-fraction and --speculate (n-gram or Medusa tokens). The launcher has no
-pipeline-, expert- or data-parallel flag and no flag for prefix caching or chunked prefill,
-so those settings are refused. Version and readiness: GET /info and GET /health.
+Flag names from huggingface/text-generation-inference launcher/src/main.rs (`struct Args`, tag
+v3.3.7; tests/runner/engine_flags/tgi.json): --model-id, --hostname, --port, --num-shard
+(tensor-parallel shards), --dtype (float16, bfloat16), --quantize, --kv-cache-dtype (fp8_e4m3fn,
+fp8_e5m2), --max-concurrent-requests, --max-batch-size, --max-batch-prefill-tokens,
+--max-total-tokens, --cuda-graphs (batch sizes to capture), --cuda-memory-fraction and
+--speculate (n-gram or Medusa tokens). The launcher has no pipeline-, expert- or data-parallel
+flag and no flag for prefix caching or chunked prefill, so those settings are refused.
+
+--max-concurrent-requests is not a batch limit: the router refuses every client above it
+("Model is overloaded") instead of queueing it, so a load test would record errors where the
+stack queues. The stack's batch limit goes to --max-batch-size, and the concurrency limit is
+set above any load the harness sends. Version and readiness: GET /info and GET /health.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ ENGINE = "tgi"
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 QUANTIZATIONS = {"fp8": "fp8", "int4_awq": "awq", "int4_gptq": "gptq", "int8": "eetq"}
 KV_DTYPES = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
+# Queue every request the harness sends (the router refuses clients above this, default 128).
+QUEUE_ALL_REQUESTS = 65536
 # The launcher's default capture list is 1,2,4,8,16,32 (launcher.md); we extend the powers of
 # two up to the stack's largest batch so full-load decode steps replay graphs too.
 DEFAULT_CUDA_GRAPH_MAX = 32
@@ -71,7 +78,8 @@ class TgiAdapter(ServedEngineAdapter):
         elif settings.precision is not None:
             flags.add("--quantize", lookup(ENGINE, QUANTIZATIONS, settings.precision, "--quantize"))
         flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
-        flags.add("--max-concurrent-requests", settings.max_num_seqs)
+        flags.add("--max-concurrent-requests", QUEUE_ALL_REQUESTS)
+        flags.add("--max-batch-size", settings.max_num_seqs)
         flags.add("--max-batch-prefill-tokens", settings.max_num_batched_tokens)
         flags.add("--max-total-tokens", settings.max_model_len)
         flags.add("--cuda-graphs", cuda_graph_sizes(settings.max_num_seqs))
