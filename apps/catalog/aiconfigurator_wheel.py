@@ -8,6 +8,7 @@ sample ship inside the package, so nothing here reaches the network.
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -18,6 +19,8 @@ SAMPLE_NAME = "silicon_sample.csv"
 
 
 def _load() -> tuple[ModuleType | None, str]:
+    # Its per-query notes and data-fallback warnings would flood our logs; errors still show.
+    logging.getLogger("aiconfigurator_core").setLevel(logging.ERROR)
     try:
         module = import_module("aiconfigurator_core")
     except ImportError as error:
