@@ -9,7 +9,8 @@ rows it predicts TTFT and TPOT with the roofline alone, AIConfigurator alone, an
 result (over AIConfigurator where it answers, else over the roofline), and prints their median
 absolute percentage error and the share within 25%, side by side, all measured in this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
-10th-90th percentile relative errors in apps/selections/data/error_bands.json.
+10th-90th percentile relative errors in apps/selections/data/error_bands.json and the fitted
+factors in apps/selections/data/published_factors.json, which the app reads.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_sample import read_sample  # noqa: E402
 from apps.selections.error_bands import write_bands  # noqa: E402
-from apps.selections.published_calibration import Sample, fit_calibration  # noqa: E402
+from apps.selections.published_calibration import (  # noqa: E402
+    Sample,
+    fit_calibration,
+    write_calibrations,
+)
 from apps.selections.published_predict import (  # noqa: E402
     RowContext,
     aiconfigurator_for,
@@ -151,7 +156,8 @@ def main() -> int:
             source="bench/bench_accuracy.py on the held-out rows of AIConfigurator's "
             "measurement sample (aiconfigurator-core 0.12.0)",
         )
-        print("error bands written to apps/selections/data/error_bands.json")
+        write_calibrations(list(calibrations.values()), measured_on=measured_on)
+        print("error bands and fitted factors written to apps/selections/data/")
     return 0
 
 

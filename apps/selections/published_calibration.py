@@ -10,15 +10,22 @@ cannot move a factor (tests/selections/test_published_calibration.py checks that
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
+from apps.catalog.published_sample import ENGINE_SLUGS, SYSTEM_ACCELERATORS
 from apps.selections.published_predict import RowContext, predict_row
+
+FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
+_BACKENDS = {slug: backend for backend, slug in ENGINE_SLUGS.items()}
+_SYSTEMS = {slug: system for system, slug in SYSTEM_ACCELERATORS.items()}
 
 GROUP_CHOICES = (1, 2, 4, 8)
 ITERATIONS = 2
@@ -71,6 +78,17 @@ class Calibration:
     def provider(self, sample: Sample) -> CalibratedStepTime:
         row = sample.context.row
         return CalibratedStepTime(sample.provider, self.factors_for(row.backend, row.system))
+
+    def as_dict(self) -> dict:
+        return {"|".join(key): asdict(value) for key, value in sorted(self.factors.items())}
+
+    @classmethod
+    def from_dict(cls, method: str, data: dict) -> Calibration:
+        factors = {
+            tuple(key.split("|")) if key else (): StepFactors(**value)
+            for key, value in data.items()
+        }
+        return cls(method=method, factors=factors)
 
     def predict(self, sample: Sample) -> FixedConcurrencyPrediction:
         row = sample.context.row
@@ -153,3 +171,34 @@ def fit_calibration(
         if progress:
             progress(f"fitted {method} {'/'.join(key) or 'overall'} on {len(members)} rows")
     return calibration
+
+
+def write_calibrations(calibrations: Sequence[Calibration], *, measured_on: str) -> None:
+    """Store fitted factors for the app (bench/bench_accuracy.py --write-bands)."""
+    data = {
+        "measured_on": measured_on,
+        "methods": {calibration.method: calibration.as_dict() for calibration in calibrations},
+    }
+    FACTORS_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def stored_calibration(method: str, path: Path = FACTORS_FILE) -> Calibration | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    factors = data.get("methods", {}).get(method)
+    return Calibration.from_dict(method, factors) if factors else None
+
+
+def calibrated_step_time(
+    base: StepTimeProvider, *, engine_slug: str, accelerator_slug: str
+) -> CalibratedStepTime | None:
+    """The base provider with the stored factors of its method for this engine (and system
+    when fitted there), or None when no published row of that engine was fitted on."""
+    calibration = stored_calibration(base.method)
+    backend = _BACKENDS.get(engine_slug)
+    if calibration is None or backend is None or (backend,) not in calibration.factors:
+        return None
+    factors = calibration.factors_for(backend, _SYSTEMS.get(accelerator_slug, ""))
+    return CalibratedStepTime(base, factors)

@@ -13,7 +13,9 @@ from apps.selections.published_calibration import (
     CalibratedStepTime,
     Sample,
     StepFactors,
+    calibrated_step_time,
     fit_calibration,
+    stored_calibration,
 )
 from apps.selections.published_predict import RowContext, roofline_for
 from tests.catalog.published_rows import sample_row
@@ -82,3 +84,12 @@ def test_calibrated_steps_scale_prompt_steps_and_decode_steps_apart() -> None:
     assert calibrated.method == METHOD_CALIBRATED
     assert calibrated.step_seconds(decode) == pytest.approx(0.5 * base.step_seconds(decode))
     assert calibrated.step_seconds(prompt) == pytest.approx(2.0 * base.step_seconds(prompt))
+
+
+def test_the_stored_factors_calibrate_an_engine_the_sample_measured_and_no_other() -> None:
+    base = _samples()[0].provider
+    calibrated = calibrated_step_time(base, engine_slug="vllm", accelerator_slug="h100-sxm")
+    assert calibrated is not None, "run bench/bench_accuracy.py --write-bands"
+    assert calibrated.method == METHOD_CALIBRATED
+    assert calibrated.factors == stored_calibration(METHOD_ROOFLINE).factors_for("vllm", "h100_sxm")
+    assert calibrated_step_time(base, engine_slug="llama-cpp", accelerator_slug="h100-sxm") is None
