@@ -217,3 +217,15 @@ def catalog_load(*, actor: Actor, fixture_dir: Path = FIXTURE_DIR) -> LoadReport
         releases = _load_engines(loader, backends)
         _load_capabilities(loader, releases, features, backends)
     return loader.report
+
+
+def fixture_instances(model: type[M], name: str, fixture_dir: Path = FIXTURE_DIR) -> dict[str, M]:
+    """Unsaved catalog rows of one fixture file keyed by slug, for code that reads the curated
+    facts without a database (the accuracy benchmark, pure tests)."""
+    loader = _Loader(Actor.system("fixture_instances"), fixture_dir)
+    names = {item.name for item in model._meta.get_fields() if item.concrete}
+    rows: dict[str, M] = {}
+    for entry in loader.read(name):
+        values = _blank_for_null(model, {k: v for k, v in entry.items() if k in names})
+        rows[entry["slug"]] = model(**values)
+    return rows

@@ -270,3 +270,56 @@ class Capability(models.Model):
         return (
             f"{self.release} · {self.feature.key}{f' [{scope}]' if scope else ''}: {self.maturity}"
         )
+
+
+class PublishedMeasurement(models.Model):
+    """A latency measurement someone else published, with its conditions and source.
+
+    Evidence of kind `published`: shown beside predictions and the team's own runs, never as
+    the team's own. `held_out` marks the rows the accuracy figures are measured on, which no
+    fitted factor may see (apps/catalog/published_sample.held_out).
+    """
+
+    source_name = models.CharField(max_length=200)
+    source_key = models.CharField(max_length=200, help_text="The row's id within its source.")
+    source_url = models.URLField(max_length=500)
+    licence = models.CharField(max_length=60)
+    as_of = models.DateField(help_text="When we read the source.")
+    measured_on = models.DateField(null=True, blank=True, help_text="When the source measured.")
+    source_detail = models.TextField(blank=True, help_text="The source's own provenance text.")
+    model = models.ForeignKey(ModelSpec, on_delete=models.PROTECT, related_name="published")
+    checkpoint = models.CharField(max_length=200, help_text="The checkpoint the source names.")
+    accelerator = models.ForeignKey(Accelerator, on_delete=models.PROTECT, related_name="published")
+    system = models.CharField(max_length=60, help_text="The system name the source uses.")
+    engine = models.ForeignKey(Engine, on_delete=models.PROTECT, related_name="published")
+    engine_version = models.CharField(max_length=60, blank=True)
+    precision = models.CharField(max_length=16)
+    mode = models.CharField(max_length=10, help_text="agg (one pool) or disagg (P/D split).")
+    tp = models.PositiveIntegerField(null=True, blank=True)
+    pp = models.PositiveIntegerField(null=True, blank=True)
+    ep = models.PositiveIntegerField(null=True, blank=True)
+    dp = models.PositiveIntegerField(null=True, blank=True)
+    layout = models.JSONField(
+        default=dict, blank=True, help_text="Prefill and decode pools of a disaggregated row."
+    )
+    isl = models.PositiveIntegerField()
+    osl = models.PositiveIntegerField()
+    concurrency = models.PositiveIntegerField(null=True, blank=True)
+    ttft_ms = models.FloatField()
+    tpot_ms = models.FloatField()
+    throughput_tokens_s = models.FloatField(
+        null=True, blank=True, help_text="Output tokens/s as published; null when not given."
+    )
+    held_out = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["model__name", "accelerator__name", "engine__name", "isl", "concurrency"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source_name", "source_key"], name="one_published_row_per_source_key"
+            )
+        ]
+        indexes = [models.Index(fields=["model", "accelerator"], name="published_model_accel")]
+
+    def __str__(self) -> str:
+        return f"{self.source_key} ({self.source_name})"

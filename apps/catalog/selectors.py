@@ -4,6 +4,7 @@ fixed number of queries, whatever the catalog size.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from django.db.models import Q, QuerySet
 
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
+from apps.catalog import aiconfigurator_wheel
 from apps.catalog.choices import Contract, EngineKind, Maturity
 from apps.catalog.figures import ACCELERATOR_FIGURES, MODEL_FIGURES, figures_of, has_value
 from apps.catalog.matrix import Matrix, build_matrix, matrix_cells
@@ -24,7 +26,9 @@ from apps.catalog.models import (
     Feature,
     KernelBackend,
     ModelSpec,
+    PublishedMeasurement,
 )
+from apps.catalog.published_sample import read_sample
 from apps.catalog.services import RELEASE_DEFAULT_FIELDS
 
 _DEFAULT_VALUE_FIELDS = tuple(
@@ -220,3 +224,144 @@ def cells_by_contract(matrix: Matrix) -> list[tuple[str, list]]:
     for feature, cells in matrix.by_feature():
         groups[labels[feature.contract]].extend((feature, cell) for cell in cells if cell)
     return list(groups.items())
+
+
+# ---------------------------------------------------------------- published measurements
+
+EVIDENCE_PUBLISHED = "published"
+NEAREST_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class PublishedGoal:
+    """The conditions to compare published rows with; None means "any"."""
+
+    model_slug: str
+    accelerator_slug: str
+    isl: int
+    osl: int
+    concurrency: int | None = None
+    engine_slug: str | None = None
+    precision: str | None = None
+    tp: int | None = None
+    ep: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+
+
+def _log_gap(a: float | None, b: float | None) -> float:
+    if not a or not b:
+        return 0.0
+    return abs(math.log2(a / b))
+
+
+def _published_differences(row: PublishedMeasurement, goal: PublishedGoal) -> list[str]:
+    differences = []
+    if goal.engine_slug and row.engine.slug != goal.engine_slug:
+        differences.append(f"engine {row.engine.name} instead of {goal.engine_slug}")
+    if goal.precision and row.precision != goal.precision:
+        differences.append(f"precision {row.precision} instead of {goal.precision}")
+    for name in ("tp", "ep", "pp", "dp"):
+        wanted, got = getattr(goal, name), getattr(row, name) or 1
+        if wanted and got != wanted:
+            differences.append(f"{name.upper()} {got} instead of {wanted}")
+    for name, label in (("isl", "ISL"), ("osl", "OSL"), ("concurrency", "concurrency")):
+        wanted, got = getattr(goal, name), getattr(row, name)
+        if wanted and got != wanted:
+            differences.append(
+                f"{label} {got if got is not None else 'unstated'} instead of {wanted}"
+            )
+    if row.mode != "agg":
+        differences.append("disaggregated prefill and decode pools")
+    return differences
+
+
+def _published_distance(row: PublishedMeasurement, goal: PublishedGoal) -> float:
+    """Smaller is closer: engine and precision weigh most, then layout, lengths and load."""
+    distance = 0.0
+    if goal.engine_slug and row.engine.slug != goal.engine_slug:
+        distance += 4
+    if goal.precision and row.precision != goal.precision:
+        distance += 3
+    for name in ("tp", "ep", "pp", "dp"):
+        distance += _log_gap(getattr(row, name) or 1, getattr(goal, name))
+    distance += _log_gap(row.isl, goal.isl) + _log_gap(row.osl, goal.osl)
+    distance += 0.5 * _log_gap(row.concurrency, goal.concurrency)
+    return distance + (2 if row.mode != "agg" else 0)
+
+
+def published_entry(row: PublishedMeasurement, differences: list[str]) -> dict:
+    """A published row as the API and pages show it: evidence kind, figures, conditions,
+    source, and how its conditions differ from the goal."""
+    return {
+        "evidence": EVIDENCE_PUBLISHED,
+        "ttft_ms": row.ttft_ms,
+        "tpot_ms": row.tpot_ms,
+        "throughput_tokens_s": row.throughput_tokens_s,
+        "model": row.model.slug,
+        "checkpoint": row.checkpoint,
+        "accelerator": row.accelerator.slug,
+        "engine": row.engine.slug,
+        "engine_version": row.engine_version,
+        "precision": row.precision,
+        "mode": row.mode,
+        "tp": row.tp,
+        "ep": row.ep,
+        "pp": row.pp,
+        "dp": row.dp,
+        "isl": row.isl,
+        "osl": row.osl,
+        "concurrency": row.concurrency,
+        "measured_on": row.measured_on,
+        "source": {
+            "name": row.source_name,
+            "url": row.source_url,
+            "licence": row.licence,
+            "as_of": row.as_of,
+            "row": row.source_key,
+        },
+        "differences": differences,
+    }
+
+
+def nearest_published(goal: PublishedGoal, *, limit: int = NEAREST_LIMIT) -> list[dict]:
+    """The published measurements of the goal's model on its accelerator, closest conditions
+    first, each saying how it differs from the goal. Two queries whatever the table size."""
+    rows = PublishedMeasurement.objects.filter(
+        model__slug=goal.model_slug, accelerator__slug=goal.accelerator_slug
+    ).select_related("model", "accelerator", "engine")
+    ranked = sorted(rows, key=lambda row: (_published_distance(row, goal), row.source_key))
+    return [published_entry(row, _published_differences(row, goal)) for row in ranked[:limit]]
+
+
+@dataclass(frozen=True)
+class PublishedStats:
+    stored: int
+    held_out: int
+    aggregated: int
+    sample: Share | None  # rows of the installed wheel's sample the catalog can represent
+    sample_note: str
+
+
+def published_stats() -> PublishedStats:
+    """How many published rows are stored, and how many of the shipped sample's rows name a
+    model, system and engine the catalog holds."""
+    rows = PublishedMeasurement.objects.all()
+    stored = rows.count()
+    held_out = rows.filter(held_out=True).count()
+    aggregated = rows.filter(mode="agg").count()
+    if not aiconfigurator_wheel.AVAILABLE:
+        return PublishedStats(
+            stored, held_out, aggregated, None, aiconfigurator_wheel.UNAVAILABLE_REASON
+        )
+    sample = read_sample(aiconfigurator_wheel.sample_path())
+    models = set(ModelSpec.objects.values_list("slug", flat=True))
+    accelerators = set(Accelerator.objects.values_list("slug", flat=True))
+    engines = set(Engine.objects.values_list("slug", flat=True))
+    representable = sum(
+        row.model_slug in models
+        and row.accelerator_slug in accelerators
+        and row.engine_slug in engines
+        for row in sample
+    )
+    return PublishedStats(stored, held_out, aggregated, Share(representable, len(sample)), "")

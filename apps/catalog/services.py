@@ -8,7 +8,8 @@ same before/after record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, TypeVar
 
@@ -28,7 +29,15 @@ from apps.catalog.models import (
     Feature,
     KernelBackend,
     ModelSpec,
+    PublishedMeasurement,
     ReleaseBackend,
+)
+from apps.catalog.published_sample import (
+    LICENCE,
+    SOURCE_AS_OF,
+    SOURCE_NAME,
+    SOURCE_URL,
+    PublishedRow,
 )
 from apps.catalog.signals import batched_catalog_changes, entry_changed
 from apps.core.errors import ConflictError
@@ -251,3 +260,116 @@ def matrix_import(*, actor: Actor, content: bytes, file_format: str, apply: bool
             entry_delete(actor=actor, instance=change.capability, message=message)
     plan.applied = True
     return plan
+
+
+@dataclass(frozen=True)
+class PublishedImportReport:
+    created: int
+    updated: int
+    unchanged: int
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.created or self.updated)
+
+
+def _catalog_ids(rows: Sequence[PublishedRow]) -> dict[str, dict[str, int]]:
+    """Slug -> id for the models, accelerators and engines the rows name; ValueError naming
+    every slug the catalog lacks, so one run reports all of them."""
+    wanted = {
+        "model": (ModelSpec, {row.model_slug or f"? {row.model_path}" for row in rows}),
+        "accelerator": (Accelerator, {row.accelerator_slug or f"? {row.system}" for row in rows}),
+        "engine": (Engine, {row.engine_slug or f"? {row.backend}" for row in rows}),
+    }
+    ids: dict[str, dict[str, int]] = {}
+    missing: list[str] = []
+    for kind, (model, slugs) in wanted.items():
+        ids[kind] = dict(model.objects.filter(slug__in=slugs).values_list("slug", "pk"))
+        missing += [f"{kind} {slug}" for slug in sorted(slugs - set(ids[kind]))]
+    if missing:
+        raise ValueError(
+            "the catalog lacks "
+            + ", ".join(missing)
+            + " (load the curated catalog first: manage.py catalog_load)"
+        )
+    return ids
+
+
+def _published_values(row: PublishedRow, ids: Mapping[str, Mapping[str, int]], **source) -> dict:
+    return {
+        **source,
+        "measured_on": row.measured_on,
+        "source_detail": row.detail,
+        "model_id": ids["model"][row.model_slug or ""],
+        "checkpoint": row.model_path,
+        "accelerator_id": ids["accelerator"][row.accelerator_slug or ""],
+        "system": row.system,
+        "engine_id": ids["engine"][row.engine_slug or ""],
+        "engine_version": row.backend_version,
+        "precision": row.precision,
+        "mode": row.mode,
+        "tp": row.tp,
+        "pp": row.pp,
+        "ep": row.ep,
+        "dp": row.dp,
+        "layout": row.layout,
+        "isl": row.isl,
+        "osl": row.osl,
+        "concurrency": row.concurrency,
+        "ttft_ms": row.ttft_ms,
+        "tpot_ms": row.tpot_ms,
+        "held_out": row.held_out,
+    }
+
+
+@transaction.atomic
+def published_import(
+    *,
+    actor: Actor,
+    rows: Sequence[PublishedRow],
+    source_name: str = SOURCE_NAME,
+    source_url: str = SOURCE_URL,
+    licence: str = LICENCE,
+    as_of: date = SOURCE_AS_OF,
+) -> PublishedImportReport:
+    """Create or update the published measurements of one source, keyed by their source id.
+
+    Importing the same rows twice changes nothing and writes no audit event; otherwise one
+    event records the counts. ValueError (nothing written) when a row names a model,
+    accelerator or engine the catalog lacks.
+    """
+    ids = _catalog_ids(rows)
+    source = {"source_url": source_url, "licence": licence, "as_of": as_of}
+    stored = {m.source_key: m for m in PublishedMeasurement.objects.filter(source_name=source_name)}
+    created: list[PublishedMeasurement] = []
+    updated: list[PublishedMeasurement] = []
+    names: list[str] = []
+    for row in rows:
+        values = _published_values(row, ids, **source)
+        names = list(values)
+        existing = stored.get(row.key)
+        if existing is None:
+            created.append(
+                PublishedMeasurement(source_name=source_name, source_key=row.key, **values)
+            )
+        elif any(getattr(existing, name) != value for name, value in values.items()):
+            for name, value in values.items():
+                setattr(existing, name, value)
+            updated.append(existing)
+    report = PublishedImportReport(
+        len(created), len(updated), len(rows) - len(created) - len(updated)
+    )
+    if not report.changed_anything:
+        return report
+    PublishedMeasurement.objects.bulk_create(created, batch_size=1000)
+    PublishedMeasurement.objects.bulk_update(updated, names, batch_size=1000)
+    audit_record(
+        actor=actor,
+        action="published.import",
+        object_type=PublishedMeasurement._meta.label_lower,
+        object_id=source_name[:64],
+        object_repr=source_name,
+        after={"created": report.created, "updated": report.updated, "rows": len(rows)},
+        message=f"published measurements from {source_url} ({licence}, as of {as_of})",
+    )
+    return report

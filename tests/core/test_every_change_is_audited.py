@@ -32,6 +32,7 @@ from apps.decisions.models import RetestTrigger
 from apps.runners import services as runners
 from apps.selections import services as selections
 from tests.benchmarks.factories import RunnerClient, enrolled_runner, result_document
+from tests.catalog.published_rows import sample_row
 from tests.conftest import logged_in
 from tests.core.audit_observer import observed
 from tests.decisions.factories import (
@@ -104,6 +105,7 @@ def _walk(alice, bob, charlie, acme) -> None:
     matrix.loc[matrix.index[0], "note"] = "re-read the docs"
     content = matrix.to_csv(index=False).encode()
     catalog.matrix_import(actor=curator, content=content, file_format="csv", apply=True)
+    catalog.published_import(actor=curator, rows=[sample_row()])
 
     approver = make_approver(bob, acme)
     selection = two_candidate_selection(acme, alice, rows)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from apps.catalog.selectors import Share, catalog_stats
+from apps.catalog.selectors import Share, catalog_stats, published_stats
 
 
 def _share_line(label: str, share: Share) -> str:
@@ -33,3 +33,12 @@ class Command(BaseCommand):
         self.stdout.write("Coverage of serving engines (a pair without a cell is not recorded)")
         for label, share in stats.coverage.items():
             self.stdout.write("  " + _share_line(label, share))
+        published = published_stats()
+        self.stdout.write(
+            f"Published measurements: {published.stored} stored ({published.aggregated} "
+            f"aggregated, {published.held_out} held out for accuracy figures)"
+        )
+        if published.sample is None:
+            self.stdout.write(f"  sample rows representable: unknown ({published.sample_note})")
+        else:
+            self.stdout.write("  " + _share_line("sample rows representable", published.sample))

@@ -1,0 +1,328 @@
+"""Step times from NVIDIA AIConfigurator's measured kernel data (method "aiconfigurator").
+
+AIConfigurator times each operator of a model from kernels measured per system, engine and
+engine version, then sums a step. It covers NVIDIA systems with TensorRT-LLM, vLLM and SGLang;
+for anything else `aiconfigurator_step_time` answers None with the reason, and the caller falls
+back to the roofline. Its database holds few engine versions per system, so a stack on another
+version is answered from the nearest one, and the choice says so.
+
+Offline by construction: the model configuration handed to AIConfigurator is a local directory,
+either a copy of the configuration the wheel ships for that checkpoint or, for a dense model it
+lacks, one written from our catalog's architecture; AIConfigurator never sees a hub name.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from packaging.version import InvalidVersion, Version
+from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch
+
+from apps.catalog import aiconfigurator_wheel
+from apps.catalog.models import ModelSpec
+from apps.catalog.published_sample import ENGINE_SLUGS, SYSTEM_ACCELERATORS
+
+BACKENDS = {slug: backend for backend, slug in ENGINE_SLUGS.items()}
+SYSTEMS = {slug: system for system, slug in SYSTEM_ACCELERATORS.items()}
+
+# Catalog model -> the configuration AIConfigurator ships for it (model_configs/, local data).
+# DeepSeek-V3.1 and DeepSeek-V3 share every shape, so V3.1 uses V3's configuration.
+SHIPPED_CONFIGS = {
+    "llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",
+    "llama-3.1-70b": "meta-llama/Meta-Llama-3.1-70B",
+    "llama-3.1-405b": "meta-llama/Meta-Llama-3.1-405B",
+    "qwen3-8b": "Qwen/Qwen3-8B",
+    "qwen3-32b": "Qwen/Qwen3-32B",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "qwen3.5-397b-a17b": "Qwen/Qwen3.5-397B-A17B",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",
+    "deepseek-v3.1": "deepseek-ai/DeepSeek-V3",
+    "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "gpt-oss-20b": "openai/gpt-oss-20b",
+    "gpt-oss-120b": "openai/gpt-oss-120b",
+    "minimax-m2.5": "MiniMaxAI/MiniMax-M2.5",
+    "kimi-k2.5": "moonshotai/Kimi-K2.5",
+    "glm-5": "zai-org/GLM-5",
+}
+
+# Our precision words -> AIConfigurator's GEMM / MoE quantisation modes. None lets it read the
+# checkpoint's own format from the configuration (native FP8 blocks, MXFP4 experts).
+_QUANT_MODES = {
+    "bf16": ("bfloat16", "bfloat16"),
+    "fp16": ("bfloat16", "bfloat16"),
+    "fp8": ("fp8", "fp8"),
+    "fp4": ("nvfp4", "nvfp4"),
+    "int4_awq": ("int4_wo", "int4_wo"),
+    "int4_gptq": ("int4_wo", "int4_wo"),
+}
+FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300"}
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AicStack:
+    """What AIConfigurator needs to know about a stack. Parallelism as in `Parallelism`:
+    a replica spans tp * pp GPUs, dp attention groups share the experts, ep divides tp * dp."""
+
+    model: ModelSpec
+    accelerator_slug: str
+    engine_slug: str
+    engine_version: str
+    precision: str
+    kv_dtype: str | None = None
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+
+
+@dataclass(frozen=True)
+class AicChoice:
+    """The provider for a stack, or None with the reason AIConfigurator cannot answer it.
+
+    `database_version` is the engine version whose measurements answer; `note` says when it is
+    not the stack's own version.
+    """
+
+    provider: AiconfiguratorStepTime | None
+    reason: str = ""
+    database_version: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class AiconfiguratorStepTime:
+    """A StepTimeProvider backed by a compiled AIConfigurator engine for one stack.
+
+    A step's mix is read back from the batch: decode sequences of mean context c, and prefill
+    chunks whose attention work says how long their prompts are (a prompt of L tokens from an
+    empty cache adds L to kv_tokens_read and L(L+1)/2 to attn_token_ctx).
+    """
+
+    handle: Any = field(repr=False)
+    label: str
+    method: str = METHOD_AICONFIGURATOR
+
+    def step_seconds(self, batch: StepBatch) -> float:
+        return _step_ms(self, *_step_shape(batch)) / 1e3
+
+
+def _step_shape(batch: StepBatch) -> tuple[int, int, int, int]:
+    """(prefill tokens, decode sequences, prompt length, decode context), rounded to a grid
+    of about 2% so a long simulation asks AIConfigurator a bounded number of questions."""
+    prefill, decode = batch.prefill_tokens, batch.decode_seqs
+    extra = batch.attn_token_ctx - batch.kv_tokens_read
+    prompt = round(2 * extra / prefill + 1) if prefill else 0
+    context = max(1, round((batch.kv_tokens_read - prefill) / decode)) if decode else 0
+    return _grid(prefill), decode, _grid(max(prompt, 1) if prefill else 0), _grid(context)
+
+
+def _grid(value: int) -> int:
+    if value <= 64:
+        return value
+    step = 2 ** max(0, math.floor(math.log2(value)) - 5)
+    return round(value / step) * step
+
+
+@lru_cache(maxsize=200_000)
+def _step_ms(provider: AiconfiguratorStepTime, prefill: int, decode: int, prompt: int, ctx: int):
+    handle = provider.handle
+    if not prefill:
+        return handle.decode_step_latency(max(decode, 1), max(ctx, 1), 1)
+    decode_osl = max(2 * (ctx - prompt), 1)
+    return handle.mixed_step_latency(prefill, decode, min(prompt, prefill), decode_osl)
+
+
+def _version_key(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def database_version(system: str, backend: str, wanted: str) -> tuple[str | None, str]:
+    """The database version that answers for `wanted`: the same one, else the newest older
+    one, else the oldest newer one, else the current one; with a note when it differs."""
+    slots = aiconfigurator_wheel.sdk("perf_database").get_version_slots(system, backend) or {}
+    versions = sorted(
+        {v for v in slots.values() if v}, key=lambda v: _version_key(v) or Version("0")
+    )
+    if not versions:
+        return None, f"AIConfigurator has no {backend} database for {system}"
+    if wanted in versions:
+        return wanted, ""
+    key = _version_key(wanted)
+    if key is None:
+        chosen = slots.get("current") or versions[-1]
+    else:
+        older = [v for v in versions if (_version_key(v) or Version("0")) <= key]
+        chosen = older[-1] if older else versions[0]
+    shown = wanted or "unstated"
+    return chosen, (
+        f"measured {backend} {shown} is not in AIConfigurator's database for {system}; "
+        f"answered from its nearest version {chosen}"
+    )
+
+
+def _models_dir() -> Path:
+    return Path(settings.VAR_DIR) / "aiconfigurator" / "models"
+
+
+def _written_config(model: ModelSpec) -> dict[str, Any] | None:
+    """A Llama-style configuration from the catalog's shapes, for dense GQA/MHA models only:
+    the one architecture our catalog fields describe completely."""
+    dense = not model.experts_total and model.attention_kind in ("gqa", "mha")
+    if not dense or not model.intermediate_size or not model.vocab_size:
+        return None
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": model.hidden_size,
+        "intermediate_size": model.intermediate_size,
+        "num_hidden_layers": model.layers,
+        "num_attention_heads": model.attention_heads,
+        "num_key_value_heads": model.kv_heads,
+        "head_dim": model.head_dim,
+        "vocab_size": model.vocab_size,
+        "max_position_embeddings": model.max_context or 131072,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+    }
+
+
+def model_config_dir(model: ModelSpec) -> tuple[Path | None, str]:
+    """A local directory holding config.json for the model, or None with the reason."""
+    target = _models_dir() / (model.slug or "custom")
+    config_file = target / "config.json"
+    shipped = SHIPPED_CONFIGS.get(model.slug)
+    if shipped:
+        source = (
+            aiconfigurator_wheel.package_dir()
+            / "model_configs"
+            / f"{shipped.replace('/', '--')}_config.json"
+        )
+        if not source.exists():
+            return None, f"the AIConfigurator wheel lacks its configuration of {shipped}"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, config_file)
+        return target, ""
+    written = _written_config(model)
+    if written is None:
+        return None, (
+            f"AIConfigurator ships no configuration of {model.name}, and the catalog's shapes "
+            "describe dense GQA/MHA models only"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(json.dumps(written, indent=2))
+    return target, ""
+
+
+def _quant_modes(stack: AicStack, system: str) -> tuple[str | None, str | None] | str:
+    precision = stack.precision
+    if precision == "fp4" and system not in FP4_SYSTEMS:
+        return f"AIConfigurator has no FP4 kernels measured on {system}"
+    if precision == "mxfp4" or precision == (stack.model.native_dtype or "") == "fp8":
+        return None, None  # the checkpoint's own format, which its configuration states
+    modes = _QUANT_MODES.get(precision)
+    if modes is None:
+        return f"AIConfigurator does not model precision {precision}"
+    return modes
+
+
+def _kv_mode(kv_dtype: str | None) -> str:
+    return "fp8" if (kv_dtype or "").startswith("fp8") else "bfloat16"
+
+
+def coverage_reason(stack: AicStack) -> str:
+    """Why AIConfigurator cannot answer for this stack, or "" when it might."""
+    if not aiconfigurator_wheel.AVAILABLE:
+        return aiconfigurator_wheel.UNAVAILABLE_REASON
+    if stack.accelerator_slug not in SYSTEMS:
+        return (
+            f"AIConfigurator has no measured kernel data for {stack.accelerator_slug} "
+            f"(it covers the NVIDIA systems {', '.join(sorted(SYSTEMS))})"
+        )
+    if stack.engine_slug not in BACKENDS:
+        return f"AIConfigurator models TensorRT-LLM, vLLM and SGLang, not {stack.engine_slug}"
+    return ""
+
+
+def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
+    """The AIConfigurator provider for a stack, or None with the reason it does not apply."""
+    reason = coverage_reason(stack)
+    if reason:
+        return AicChoice(None, reason)
+    system, backend = SYSTEMS[stack.accelerator_slug], BACKENDS[stack.engine_slug]
+    modes = _quant_modes(stack, system)
+    if isinstance(modes, str):
+        return AicChoice(None, modes)
+    version, note = database_version(system, backend, stack.engine_version)
+    if version is None:
+        return AicChoice(None, note)
+    model_dir, why = model_config_dir(stack.model)
+    if model_dir is None:
+        return AicChoice(None, why)
+    try:
+        handle = _compiled(str(model_dir), system, backend, version, stack, modes)
+    except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
+        return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
+    label = f"AIConfigurator {system} {backend} {version}"
+    return AicChoice(AiconfiguratorStepTime(handle, label), "", version, note)
+
+
+def _short(error: Exception) -> str:
+    return str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+
+
+_HANDLES: dict[tuple, Any] = {}
+
+
+def _compiled(
+    model_dir: str, system: str, backend: str, version: str, stack: AicStack, modes
+) -> Any:
+    """A compiled engine, trying the attention quantisation the data holds: 16-bit attention
+    first, then AIConfigurator's own default. Cached per stack; compiling takes about a second
+    the first time a system's database loads and milliseconds after."""
+    gemm, moe = modes
+    ep = stack.ep if stack.model.experts_total else 1
+    key = (model_dir, system, backend, version, stack.precision, stack.kv_dtype, stack.tp, ep)
+    key += (stack.pp, stack.dp)
+    if key in _HANDLES:
+        return _HANDLES[key]
+    engine = aiconfigurator_wheel.sdk("engine")
+    common = {
+        "backend_version": version,
+        "tp_size": stack.tp,
+        "pp_size": stack.pp,
+        "attention_dp_size": stack.dp,
+        "moe_tp_size": max(stack.tp * stack.dp // ep, 1) if stack.model.experts_total else 1,
+        "moe_ep_size": ep,
+        "gemm_quant_mode": gemm,
+        "moe_quant_mode": moe,
+        "kvcache_quant_mode": _kv_mode(stack.kv_dtype),
+    }
+    error: Exception | None = None
+    for fmha in ("bfloat16", None):
+        try:
+            handle = engine.EngineHandle.compile(
+                model_dir, system, backend, fmha_quant_mode=fmha, **common
+            )
+            handle.decode_step_latency(1, 128, 2)
+            handle.mixed_step_latency(128, 1, 128, 2)
+        except Exception as failure:  # try the next attention mode, then give up
+            error = failure
+            continue
+        _HANDLES[key] = handle
+        return handle
+    assert error is not None
+    raise error

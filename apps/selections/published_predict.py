@@ -1,0 +1,107 @@
+"""Predicting a published row's TTFT and TPOT with a named method, under the row's conditions.
+
+The accuracy benchmark and the calibration both ask: for this published measurement (model,
+system, engine and version, precision, layout, ISL/OSL, concurrency), what does a method
+predict? The answer runs the fixed-concurrency closed loop on the method's step times, with the
+engine's scheduling policy and token budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stackselect_domain.closedloop import (
+    SCHEDULE_MIXED,
+    SCHEDULE_PREFILL_FIRST,
+    FixedConcurrencyPrediction,
+    predict_fixed_concurrency,
+)
+from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
+
+from apps.catalog.models import Accelerator, ModelSpec
+from apps.catalog.published_sample import PublishedRow
+from apps.selections.aiconfigurator_provider import AicStack, aiconfigurator_step_time
+from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.estimator import Efficiency, Parallelism, build_step_cost
+
+# Token budget per step when the catalog records none for the engine: vLLM's and SGLang's
+# recorded default (fixtures/catalog/engines.json); for TensorRT-LLM it is our assumption.
+DEFAULT_BUDGET = 8192
+SCHEDULES = {"sglang": SCHEDULE_PREFILL_FIRST}
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """A published row with the catalog rows it names."""
+
+    row: PublishedRow
+    model: ModelSpec
+    accelerator: Accelerator
+
+    @property
+    def per_rank_concurrency(self) -> int:
+        """Attention-DP ranks split the clients; each rank batches its own share."""
+        dp = self.row.dp or 1
+        return max(1, -(-(self.row.concurrency or 1) // dp))
+
+    def parallelism(self) -> Parallelism:
+        row = self.row
+        tp, dp = row.tp or 1, row.dp or 1
+        ep = (row.ep or 1) if self.model.experts_total else 1
+        if (tp * dp) % ep:
+            ep = 1  # the row's experts split otherwise than the roofline can say
+        return Parallelism(tp=tp, pp=row.pp or 1, ep=ep, dp=dp)
+
+
+ProviderFor = Callable[[RowContext], StepTimeProvider | None]
+
+
+def roofline_for(context: RowContext, efficiency: Efficiency | None = None) -> StepTimeProvider:
+    """The roofline provider for the row, tuned at its per-rank batch and mean context."""
+    row = context.row
+    cost = build_step_cost(
+        model=model_arch(context.model),
+        accel=accelerator_spec(context.accelerator),
+        precision=row.precision,
+        kv_dtype=None,
+        parallelism=context.parallelism(),
+        efficiency=efficiency,
+        decode_batch=context.per_rank_concurrency,
+        context=row.isl + row.osl / 2,
+    )
+    return RooflineStepTime(cost)
+
+
+def aiconfigurator_for(context: RowContext) -> StepTimeProvider | None:
+    """AIConfigurator's provider for the row (its nearest database version), or None."""
+    row = context.row
+    parallelism = context.parallelism()
+    stack = AicStack(
+        model=context.model,
+        accelerator_slug=context.accelerator.slug,
+        engine_slug=row.engine_slug or row.backend,
+        engine_version=row.backend_version,
+        precision=row.precision,
+        tp=parallelism.tp,
+        pp=parallelism.pp,
+        ep=parallelism.ep,
+        dp=parallelism.dp,
+    )
+    return aiconfigurator_step_time(stack).provider
+
+
+def predict_row(
+    provider: StepTimeProvider, context: RowContext, *, groups: int = 1
+) -> FixedConcurrencyPrediction:
+    """The row's TTFT and TPOT by this provider; `groups` staggered client groups (closedloop)."""
+    row = context.row
+    return predict_fixed_concurrency(
+        provider,
+        isl=row.isl,
+        osl=row.osl,
+        concurrency=context.per_rank_concurrency,
+        max_batched_tokens=DEFAULT_BUDGET,
+        schedule=SCHEDULES.get(row.engine_slug or "", SCHEDULE_MIXED),
+        groups=groups,
+    )

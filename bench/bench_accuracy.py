@@ -1,0 +1,165 @@
+"""Accuracy of the prediction methods on published measurements the fit never saw.
+
+Run from the repository root: `python bench/bench_accuracy.py [--write-bands]`. It reads
+AIConfigurator's measurement sample from the installed `aiconfigurator-core` wheel, keeps the
+aggregated (one-pool) rows with a stated concurrency, and splits them by the issue's rule
+(held out when sha256("model_path|system|backend") is 0 mod 5). On the rows outside that split
+it fits the calibrated factors (per engine and system) over each base method; on the held-out
+rows it predicts TTFT and TPOT with the roofline alone, AIConfigurator alone, and the calibrated
+result (over AIConfigurator where it answers, else over the roofline), and prints their median
+absolute percentage error and the share within 25%, side by side, all measured in this run.
+The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
+10th-90th percentile relative errors in apps/selections/data/error_bands.json and the fitted
+factors in apps/selections/data/published_factors.json, which the app reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+
+import django  # noqa: E402
+
+django.setup()
+
+from stackselect_domain.steptime import (  # noqa: E402
+    METHOD_AICONFIGURATOR,
+    METHOD_CALIBRATED,
+    METHOD_ROOFLINE,
+)
+
+from apps.catalog import aiconfigurator_wheel  # noqa: E402
+from apps.catalog.loading import fixture_instances  # noqa: E402
+from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
+from apps.catalog.published_sample import read_sample  # noqa: E402
+from apps.selections.error_bands import write_bands  # noqa: E402
+from apps.selections.published_calibration import (  # noqa: E402
+    Sample,
+    fit_calibration,
+    write_calibrations,
+)
+from apps.selections.published_predict import (  # noqa: E402
+    RowContext,
+    aiconfigurator_for,
+    predict_row,
+    roofline_for,
+)
+
+WITHIN = 0.25
+
+
+def _contexts(sample_path: Path) -> list[RowContext]:
+    models = fixture_instances(ModelSpec, "models")
+    accelerators = fixture_instances(Accelerator, "accelerators")
+    rows = [r for r in read_sample(sample_path) if r.aggregated and r.concurrency]
+    return [RowContext(r, models[r.model_slug], accelerators[r.accelerator_slug]) for r in rows]
+
+
+def _samples(contexts: list[RowContext]) -> tuple[list[Sample], list[Sample], Counter]:
+    roofline, aic, skipped = [], [], Counter()
+    for context in contexts:
+        try:
+            roofline.append(Sample(context, roofline_for(context)))
+        except ValueError as error:
+            skipped[f"roofline: {str(error).split(':')[0]}"] += 1
+        provider = aiconfigurator_for(context)
+        if provider is None:
+            skipped["aiconfigurator: no answer"] += 1
+        else:
+            aic.append(Sample(context, provider))
+    return roofline, aic, skipped
+
+
+def _summary(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    errors = [abs(p - m) / m for p, m in pairs]
+    return 100 * statistics.median(errors), 100 * sum(e <= WITHIN for e in errors) / len(errors)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-bands", action="store_true")
+    parser.add_argument("--sample", help="a copy of silicon_sample.csv (default: the wheel's)")
+    args = parser.parse_args()
+    if args.sample:
+        sample_path = Path(args.sample)
+    elif aiconfigurator_wheel.AVAILABLE:
+        sample_path = aiconfigurator_wheel.sample_path()
+    else:
+        print(f"cannot run: {aiconfigurator_wheel.UNAVAILABLE_REASON}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    contexts = _contexts(sample_path)
+    held = [c for c in contexts if c.row.held_out]
+    groups = {(c.row.model_path, c.row.system, c.row.backend) for c in held}
+    print(f"aggregated rows with a concurrency: {len(contexts)}")
+    print(f"held out: {len(held)} rows in {len(groups)} (model, system, engine) groups")
+    roofline, aic, skipped = _samples(contexts)
+    for reason, count in sorted(skipped.items()):
+        print(f"  not answered: {reason}: {count}")
+    print(f"providers built in {time.perf_counter() - started:.0f} s")
+    calibrations = {
+        METHOD_ROOFLINE: fit_calibration(METHOD_ROOFLINE, roofline),
+        METHOD_AICONFIGURATOR: fit_calibration(METHOD_AICONFIGURATOR, aic),
+    }
+    print(f"calibrated on the other rows in {time.perf_counter() - started:.0f} s")
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+
+    def record(method: str, predicted, row) -> None:
+        entry = results.setdefault(method, {"ttft": [], "tpot": []})
+        entry["ttft"].append((predicted.ttft_ms, row.ttft_ms))
+        entry["tpot"].append((predicted.tpot_ms, row.tpot_ms))
+
+    aic_held = {s.context.row.key: s for s in aic if s.context.row.held_out}
+    for sample in (s for s in roofline if s.context.row.held_out):
+        row = sample.context.row
+        record(METHOD_ROOFLINE, predict_row(sample.provider, sample.context), row)
+        base = aic_held.get(row.key)
+        if base is not None:
+            record(METHOD_AICONFIGURATOR, predict_row(base.provider, base.context), row)
+        chosen = base or sample
+        calibration = calibrations[METHOD_AICONFIGURATOR if base else METHOD_ROOFLINE]
+        record(METHOD_CALIBRATED, calibration.predict(chosen), row)
+    elapsed = time.perf_counter() - started
+    print()
+    print(
+        "| method | held-out rows answered | TTFT MdAPE | TTFT within 25% "
+        "| TPOT MdAPE | TPOT within 25% |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for method, entry in results.items():
+        ttft, tpot = _summary(entry["ttft"]), _summary(entry["tpot"])
+        print(
+            f"| {method} | {len(entry['ttft'])} of {len(held)} | {ttft[0]:.1f}% | {ttft[1]:.0f}% "
+            f"| {tpot[0]:.1f}% | {tpot[1]:.0f}% |"
+        )
+    measured_on = datetime.now(UTC).strftime("%Y-%m-%d")
+    print(f"\nmeasured {measured_on} in {elapsed:.0f} s on {os.cpu_count()} cores")
+    if args.write_bands:
+        relative = {
+            method: {metric: [(p - m) / m for p, m in pairs] for metric, pairs in entry.items()}
+            for method, entry in results.items()
+        }
+        write_bands(
+            relative,
+            measured_on=measured_on,
+            source="bench/bench_accuracy.py on the held-out rows of AIConfigurator's "
+            "measurement sample (aiconfigurator-core 0.12.0)",
+        )
+        write_calibrations(list(calibrations.values()), measured_on=measured_on)
+        print("error bands and fitted factors written to apps/selections/data/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""TTFT and TPOT at a fixed concurrency, from any step-time provider (closed loop).
+
+This is the condition published tables measure: `concurrency` clients each send a request of
+isl prompt tokens for osl output tokens, and send the next one the moment the last finishes.
+How many prompts arrive together is the question that sets TTFT: if all clients start at once
+and lengths are fixed, every round's prompts queue for the prefill budget together; if the
+clients drift apart, a prompt mostly waits for one step. `groups` spans the two: the clients
+start in that many evenly staggered groups (1: all together; concurrency: one at a time), and a
+calibration picks it per engine from published measurements.
+
+The engine loop is simulated on cohorts (requests in the same state move together) and stretches
+of pure decoding are taken in one stride, so a run of several request lifetimes costs a few
+hundred provider calls, not one per token per request. Two scheduling policies:
+
+- "mixed" (vLLM, TensorRT-LLM): every step decodes all running sequences and fills the rest of
+  the token budget with prompt chunks;
+- "prefill_first" (SGLang's default): a step with waiting prompts prefills only them, up to the
+  budget; decoding resumes when no prompt waits.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from stackselect_domain.steptime import StepBatch, StepTimeProvider
+
+SCHEDULE_MIXED = "mixed"
+SCHEDULE_PREFILL_FIRST = "prefill_first"
+SCHEDULES = (SCHEDULE_MIXED, SCHEDULE_PREFILL_FIRST)
+
+
+@dataclass(frozen=True)
+class FixedConcurrencyPrediction:
+    """Mean TTFT and TPOT over the measured requests, and the method that timed the steps."""
+
+    ttft_ms: float
+    tpot_ms: float
+    method: str
+    requests: int
+
+
+@dataclass
+class _Waiting:
+    count: int
+    prefilled: int  # prompt tokens already computed for each request of the cohort
+    arrived_s: float | None  # None: a request already in flight when the run starts
+
+
+@dataclass
+class _Decoding:
+    count: int
+    generated: int
+    first_token_s: float
+    arrived_s: float | None
+
+
+@dataclass
+class _Tally:
+    ttft_s: float = 0.0
+    tpot_s: float = 0.0
+    requests: int = 0
+
+
+class _Loop:
+    def __init__(self, provider: StepTimeProvider, isl: int, osl: int, budget: int, schedule: str):
+        self.provider, self.isl, self.osl = provider, isl, osl
+        self.budget, self.schedule = budget, schedule
+        self.now = 0.0
+        self.waiting: deque[_Waiting] = deque()
+        self.decoding: list[_Decoding] = []
+
+    def context_sum(self, extra: int = 0) -> int:
+        return sum(c.count * (self.isl + c.generated + extra) for c in self.decoding)
+
+    def take_prompts(self, budget: int) -> tuple[list[tuple[int, int, int]], list[_Waiting]]:
+        """Chunks (requests, tokens each, already prefilled) within the budget, and the
+        cohorts whose prompts complete in this step."""
+        chunks: list[tuple[int, int, int]] = []
+        done: list[_Waiting] = []
+        while self.waiting and budget > 0:
+            head = self.waiting[0]
+            remaining = self.isl - head.prefilled
+            whole = min(head.count, budget // remaining)
+            if whole:
+                chunks.append((whole, remaining, head.prefilled))
+                budget -= whole * remaining
+                done.append(_Waiting(whole, self.isl, head.arrived_s))
+                head.count -= whole
+                if not head.count:
+                    self.waiting.popleft()
+                continue
+            chunks.append((1, budget, head.prefilled))
+            head.count -= 1
+            partial = _Waiting(1, head.prefilled + budget, head.arrived_s)
+            if not head.count:
+                self.waiting.popleft()
+            self.waiting.appendleft(partial)
+            budget = 0
+        return chunks, done
+
+    def step(self) -> list[_Decoding]:
+        decode_seqs = sum(c.count for c in self.decoding)
+        prefill_only = self.schedule == SCHEDULE_PREFILL_FIRST and self.waiting
+        riding = 0 if prefill_only else decode_seqs
+        if not self.waiting:
+            return self.decode_stride()
+        chunks, done = self.take_prompts(max(self.budget - riding, 1))
+        prefill = sum(n * tokens for n, tokens, _ in chunks)
+        kv = sum(n * (before + tokens) for n, tokens, before in chunks)
+        attn = sum(
+            n * (tokens * before + tokens * (tokens + 1) // 2) for n, tokens, before in chunks
+        )
+        contexts = self.context_sum() if riding else 0
+        batch = StepBatch(prefill, riding, kv + contexts, attn + contexts)
+        self.now += self.provider.step_seconds(batch)
+        if riding:
+            for cohort in self.decoding:
+                cohort.generated += 1
+        for cohort in done:
+            self.decoding.append(_Decoding(cohort.count, 1, self.now, cohort.arrived_s))
+        return self.retire()
+
+    def decode_stride(self) -> list[_Decoding]:
+        """Decode until the next cohort finishes, timing the stride at its middle context."""
+        stride = min(self.osl - c.generated for c in self.decoding)
+        seqs = sum(c.count for c in self.decoding)
+        contexts = self.context_sum(stride // 2)
+        step = self.provider.step_seconds(StepBatch(0, seqs, contexts, contexts))
+        self.now += stride * step
+        for cohort in self.decoding:
+            cohort.generated += stride
+        return self.retire()
+
+    def retire(self) -> list[_Decoding]:
+        finished = [c for c in self.decoding if c.generated >= self.osl]
+        self.decoding = [c for c in self.decoding if c.generated < self.osl]
+        for cohort in finished:
+            self.waiting.append(_Waiting(cohort.count, 0, self.now))
+        return finished
+
+
+def predict_fixed_concurrency(
+    provider: StepTimeProvider,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    max_batched_tokens: int = 8192,
+    schedule: str = SCHEDULE_MIXED,
+    groups: int = 1,
+    lifetimes: int = 3,
+) -> FixedConcurrencyPrediction:
+    """Mean TTFT and TPOT of `concurrency` closed-loop clients over `lifetimes` rounds.
+
+    The clients start in `groups` staggered groups: the first sends its prompts at time 0, the
+    others are already part-way through their answers. Every request sent from time 0 on counts,
+    the first round included, as in a benchmark run. Raises ValueError on a bad argument.
+    """
+    for name, value in (
+        ("isl", isl),
+        ("osl", osl),
+        ("concurrency", concurrency),
+        ("groups", groups),
+        ("lifetimes", lifetimes),
+    ):
+        if value < 1:
+            raise ValueError(f"{name}: must be at least 1")
+    if max_batched_tokens < 1:
+        raise ValueError("max_batched_tokens: must be at least 1")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule: must be one of {', '.join(SCHEDULES)}")
+    loop = _Loop(provider, isl, max(osl, 2), max_batched_tokens, schedule)
+    groups = min(groups, concurrency)
+    for index in range(groups):
+        count = concurrency * (index + 1) // groups - concurrency * index // groups
+        if index == 0:
+            loop.waiting.append(_Waiting(count, 0, 0.0))
+        else:
+            loop.decoding.append(_Decoding(count, loop.osl * index // groups, 0.0, None))
+    tally = _Tally()
+    while tally.requests < lifetimes * concurrency:
+        for cohort in loop.step():
+            if cohort.arrived_s is None:
+                continue
+            tally.requests += cohort.count
+            tally.ttft_s += cohort.count * (cohort.first_token_s - cohort.arrived_s)
+            decode_s = loop.now - cohort.first_token_s
+            tally.tpot_s += cohort.count * decode_s / (loop.osl - 1)
+    return FixedConcurrencyPrediction(
+        ttft_ms=tally.ttft_s / tally.requests * 1e3,
+        tpot_ms=tally.tpot_s / tally.requests * 1e3,
+        method=provider.method,
+        requests=tally.requests,
+    )

@@ -1,0 +1,64 @@
+"""The fixed-concurrency closed loop: TTFT and TPOT from any step-time provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from stackselect_domain.closedloop import (
+    SCHEDULE_MIXED,
+    SCHEDULE_PREFILL_FIRST,
+    predict_fixed_concurrency,
+)
+from stackselect_domain.steptime import StepBatch
+
+
+@dataclass(frozen=True)
+class LinearSteps:
+    """A provider whose step costs 1 ms plus 0.01 ms per prompt token and 0.1 ms per decode."""
+
+    method: str = "linear-test"
+
+    def step_seconds(self, batch: StepBatch) -> float:
+        return (1.0 + 0.01 * batch.prefill_tokens + 0.1 * batch.decode_seqs) / 1e3
+
+
+def test_one_client_waits_one_prefill_step_and_then_one_step_per_token() -> None:
+    result = predict_fixed_concurrency(LinearSteps(), isl=100, osl=11, concurrency=1)
+    assert result.ttft_ms == pytest.approx(2.0)  # 1 ms + 100 prompt tokens x 0.01 ms
+    assert result.tpot_ms == pytest.approx(1.1)  # one decoding sequence per step
+    assert (result.method, result.requests) == ("linear-test", 3)
+
+
+def test_clients_starting_together_queue_for_the_token_budget() -> None:
+    args = {"isl": 1000, "osl": 100, "concurrency": 8, "max_batched_tokens": 2000}
+    together = predict_fixed_concurrency(LinearSteps(), **args, groups=1)
+    staggered = predict_fixed_concurrency(LinearSteps(), **args, groups=8)
+    # together: four steps of two prompts each, so the mean prompt waits 2.5 steps
+    assert together.ttft_ms > 2 * staggered.ttft_ms
+    assert staggered.ttft_ms < 15
+
+
+def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
+    # two clients, one mid-answer: its decode rides in the prompt's step only when mixed
+    args = {"isl": 100, "osl": 11, "concurrency": 2, "groups": 2, "lifetimes": 1}
+    mixed = predict_fixed_concurrency(LinearSteps(), **args, schedule=SCHEDULE_MIXED)
+    first = predict_fixed_concurrency(LinearSteps(), **args, schedule=SCHEDULE_PREFILL_FIRST)
+    assert mixed.ttft_ms == pytest.approx(2.1)  # 1 + 100 x 0.01 + one decode x 0.1
+    assert first.ttft_ms == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"isl": 0}, "isl"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"max_batched_tokens": 0}, "max_batched_tokens"),
+        ({"schedule": "fifo"}, "schedule"),
+        ({"groups": 0}, "groups"),
+    ],
+)
+def test_a_bad_argument_is_refused_by_name(arguments: dict, message: str) -> None:
+    values = {"isl": 10, "osl": 10, "concurrency": 2, **arguments}
+    with pytest.raises(ValueError, match=message):
+        predict_fixed_concurrency(LinearSteps(), **values)

@@ -1,0 +1,81 @@
+"""AIConfigurator's step times: which stacks it answers, with which database version, offline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch, StepTimeProvider
+
+from apps.catalog import aiconfigurator_wheel
+from apps.catalog.loading import fixture_instances
+from apps.catalog.models import ModelSpec
+from apps.selections.aiconfigurator_provider import (
+    AicStack,
+    aiconfigurator_step_time,
+    database_version,
+    model_config_dir,
+)
+
+pytestmark = pytest.mark.skipif(
+    not aiconfigurator_wheel.AVAILABLE, reason=aiconfigurator_wheel.UNAVAILABLE_REASON
+)
+MODELS = fixture_instances(ModelSpec, "models")
+DECODE_32 = StepBatch(
+    prefill_tokens=0, decode_seqs=32, kv_tokens_read=48_000, attn_token_ctx=48_000
+)
+MIXED = StepBatch(1024, 31, 31 * 1500 + 1024, 31 * 1500 + 1024 * 1025 // 2)
+
+
+def _stack(**changes) -> AicStack:
+    values = {
+        "model": MODELS["llama-3.1-8b"],
+        "accelerator_slug": "h200-sxm",
+        "engine_slug": "vllm",
+        "engine_version": "0.19.0",
+        "precision": "fp8",
+        **changes,
+    }
+    return AicStack(**values)
+
+
+def test_two_engines_on_the_same_layout_get_different_step_times_named_aiconfigurator() -> None:
+    vllm = aiconfigurator_step_time(_stack()).provider
+    sglang = aiconfigurator_step_time(_stack(engine_slug="sglang", engine_version="0.5.9")).provider
+    assert isinstance(vllm, StepTimeProvider) and isinstance(sglang, StepTimeProvider)
+    assert vllm.method == sglang.method == METHOD_AICONFIGURATOR
+    assert vllm.step_seconds(DECODE_32) != sglang.step_seconds(DECODE_32)
+    assert vllm.step_seconds(MIXED) > vllm.step_seconds(DECODE_32) > 0
+
+
+def test_a_version_outside_the_database_is_answered_from_the_nearest_and_says_so() -> None:
+    choice = aiconfigurator_step_time(_stack(engine_version="0.19.0"))
+    assert choice.database_version not in (None, "0.19.0")
+    assert "vllm 0.19.0 is not in AIConfigurator's database" in choice.note
+    same, note = database_version("h200_sxm", "vllm", choice.database_version)
+    assert (same, note) == (choice.database_version, "")
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"accelerator_slug": "mi300x"}, "no measured kernel data for mi300x"),
+        ({"engine_slug": "llama-cpp"}, "not llama-cpp"),
+        ({"accelerator_slug": "h100-sxm", "precision": "fp4"}, "no FP4 kernels measured on h100"),
+        ({"model": MODELS["gemma-3-27b"]}, "ships no configuration of Gemma-3-27B"),
+    ],
+)
+def test_a_stack_it_does_not_cover_gets_no_provider_and_the_reason(changes, reason) -> None:
+    choice = aiconfigurator_step_time(_stack(**changes))
+    assert choice.provider is None
+    assert reason in choice.reason
+
+
+def test_a_dense_model_it_lacks_is_written_locally_from_the_catalog_shapes() -> None:
+    model = MODELS["qwen2.5-7b"]
+    directory, reason = model_config_dir(model)
+    assert reason == ""
+    written = json.loads((directory / "config.json").read_text())
+    assert written["hidden_size"] == model.hidden_size
+    assert written["num_key_value_heads"] == model.kv_heads
+    assert directory.is_dir()  # a local path, so AIConfigurator never looks the model up online
