@@ -106,6 +106,7 @@ def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
         "search": plan.search,
         "measurement_window_s": identity["measurement_window_s"],
         "failure_policy": identity["failure_policy"],
+        "quality": job.quality,
     }
 
 

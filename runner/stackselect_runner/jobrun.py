@@ -40,6 +40,7 @@ from stackselect_runner.harness import (
 )
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
+from stackselect_runner.quality_probe import QualitySpec, answered, run_probe
 from stackselect_runner.reporting import Reporter
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
@@ -104,6 +105,8 @@ class JobPlan:
     harness: HarnessSpec
     load_points: tuple[LoadPoint, ...]
     search: SearchSpec | None = None
+    quality: QualitySpec | None = None
+    tuning: Mapping[str, Any] | None = None
 
     @classmethod
     def from_spec(
@@ -131,8 +134,16 @@ class JobPlan:
             env=dict(env or {}),
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
+        quality = QualitySpec.from_job_spec(spec)
         if spec.get("search") is None:
-            return cls(str(engine["adapter"]), launch, harness, _fixed_load_points(spec))
+            return cls(
+                str(engine["adapter"]),
+                launch,
+                harness,
+                _fixed_load_points(spec),
+                quality=quality,
+                tuning=engine.get("tuning"),
+            )
         search = SearchSpec.from_dict(spec["search"])
         return cls(
             adapter_slug=str(engine["adapter"]),
@@ -140,6 +151,8 @@ class JobPlan:
             harness=_first_requests(harness, search.requests_per_probe),
             load_points=(),
             search=search,
+            quality=quality,
+            tuning=engine.get("tuning"),
         )
 
     def effective_config(self) -> dict[str, Any]:
@@ -148,6 +161,9 @@ class JobPlan:
             "model": self.launch.model,
             "served_model_name": self.launch.served_name,
             "options": dict(self.launch.options),
+            # Which tuning trial this is and the probe's sampling: both part of what was run.
+            **({"tuning": dict(self.tuning)} if self.tuning else {}),
+            **({"sampling": dict(self.quality.sampling)} if self.quality else {}),
         }
 
 
@@ -266,15 +282,32 @@ class AttemptRun:
                 "visible_devices": dict(self.plan.launch.env),
             }
             if self.plan.search is not None:
-                return self._search(self.plan.search, process, engine)
-            for point in self.plan.load_points:
-                self._check_cancel()
-                result = self._measure(point, engine)
-                self._check_load_point(point, result, process)
-            measured = len(self.plan.load_points)
-            return Outcome.SUCCEEDED, f"measured {measured} load point(s)"
+                outcome, reason = self._search(self.plan.search, process, engine)
+            else:
+                for point in self.plan.load_points:
+                    self._check_cancel()
+                    result = self._measure(point, engine)
+                    self._check_load_point(point, result, process)
+                outcome = Outcome.SUCCEEDED
+                reason = f"measured {len(self.plan.load_points)} load point(s)"
+            return outcome, reason + self._quality_probe()
         finally:
             process.stop(grace_s=self.runner.settings.engine_stop_grace_s)
+
+    def _quality_probe(self) -> str:
+        """Send the probe's prompts to the engine just measured and upload what it said."""
+        spec = self.plan.quality
+        if spec is None:
+            return ""
+        self._check_cancel()
+        self.reporter.update(None, 0, len(spec.prompts), "quality probe")
+        launch = self.plan.launch
+        result = run_probe(launch.base_url, launch.served_name, spec)
+        try:
+            self.runner.api.upload_quality(self.attempt_id, result.payload(spec))
+        except ApiError as exc:
+            raise JobFailed(f"uploading the quality probe failed: {exc.describe()}") from exc
+        return f"; quality probe: {answered(result.outputs)}/{len(spec.prompts)} answered"
 
     def _search(
         self, search: SearchSpec, process: EngineProcess, engine: Mapping[str, Any]

@@ -16,7 +16,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.benchmarks import attempts
+from apps.benchmarks import attempts, quality
 from apps.benchmarks.models import JobAttempt
 from apps.benchmarks.results import UploadError, UploadTooLarge
 from apps.benchmarks.selectors import attempt_spec
@@ -174,6 +174,22 @@ def _too_large(message: str) -> Response:
     return Response(
         {"detail": message, "code": "too_large"}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     )
+
+
+class QualityView(RunnerView):
+    @extend_schema(
+        tags=[TAG],
+        request=OpenApiTypes.OBJECT,
+        parameters=[ATTEMPT_ID],
+        responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 409: CONFLICT},
+        summary="Upload the quality probe's outputs (sent again: replaces them)",
+    )
+    def post(self, request: Request, attempt_id: int) -> Response:
+        result = quality.quality_upload(
+            runner=self.runner, attempt_id=attempt_id, payload=request.data
+        )
+        body = {"attempt_id": attempt_id, "probe_set": result.probe_set, "score": result.score}
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class FinishView(RunnerView):
