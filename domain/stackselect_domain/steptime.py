@@ -63,4 +63,6 @@ class RooflineStepTime:
     method: str = METHOD_ROOFLINE
 
     def step_seconds(self, batch: StepBatch) -> float:
-        return self.cost.step_seconds(batch.batch_tokens, batch.kv_tokens_read, batch.attn_token_ctx)
+        return self.cost.step_seconds(
+            batch.batch_tokens, batch.kv_tokens_read, batch.attn_token_ctx
+        )
