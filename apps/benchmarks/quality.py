@@ -1,4 +1,5 @@
-"""The quality probe of a job: its spec section, and the runner's upload of the outputs.
+"""The quality probe of a job: its spec section, and the checks of the runner's upload
+(stored by apps/benchmarks/attempts.quality_upload).
 
 The prompts and the scoring rule are the domain's (stackselect_domain/quality.py). A job
 probes with greedy decoding unless its stack states the sampling it serves with (a stack's
@@ -12,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from stackselect_domain.quality import (
     COMPLETION_STOP,
     PROBE_MAX_TOKENS,
@@ -20,15 +20,7 @@ from stackselect_domain.quality import (
     PROBE_SET,
     WEATHER_TOOL,
     probe_prompts,
-    score_outputs,
 )
-
-from apps.audit.services import Actor, audit_record
-from apps.benchmarks.attempts import attempt_of_runner
-from apps.benchmarks.choices import ATTEMPT_LEASED
-from apps.benchmarks.models import QualityResult
-from apps.core.errors import ConflictError
-from apps.runners.models import Runner
 
 MAX_TEXT_CHARS = 4000
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "seed")
@@ -66,7 +58,7 @@ def quality_section(
     }
 
 
-def _clean_output(raw: Any, index: int) -> dict[str, Any]:
+def clean_output(raw: Any, index: int) -> dict[str, Any]:
     where = f"outputs[{index}]"
     if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
         raise ValidationError({where: "Each output is an object with a string id."})
@@ -88,7 +80,7 @@ def _clean_output(raw: Any, index: int) -> dict[str, Any]:
     }
 
 
-def _clean_evaluation(raw: Any) -> dict[str, Any] | None:
+def clean_evaluation(raw: Any) -> dict[str, Any] | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
@@ -97,40 +89,3 @@ def _clean_evaluation(raw: Any) -> dict[str, Any] | None:
     if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
         raise ValidationError({"evaluation": "score must be a number or null."})
     return {key: raw.get(key) for key in EVALUATION_KEYS}
-
-
-@transaction.atomic
-def quality_upload(*, runner: Runner, attempt_id: int, payload: Any) -> QualityResult:
-    """Store (or replace) the probe outputs of the runner's leased attempt, scored."""
-    attempt = attempt_of_runner(runner=runner, attempt_id=attempt_id)
-    if attempt.state not in ATTEMPT_LEASED:
-        raise ConflictError(f"Attempt {attempt.pk} is {attempt.state}: drop it.", code="finished")
-    job = attempt.job
-    if not job.quality:
-        raise ValidationError({"quality": "This job has no quality probe."})
-    if not isinstance(payload, Mapping) or not isinstance(payload.get("outputs"), list):
-        raise ValidationError({"outputs": "Send the probe's outputs as a list."})
-    sent = payload["outputs"]
-    if len(sent) > len(job.quality["prompts"]):
-        raise ValidationError({"outputs": f"The probe has {len(job.quality['prompts'])} prompts."})
-    outputs = [_clean_output(raw, index) for index, raw in enumerate(sent)]
-    score = score_outputs(outputs, simulated=job.plan.simulated).as_dict()
-    result, created = QualityResult.objects.update_or_create(
-        attempt=attempt,
-        defaults={
-            "job": job,
-            "probe_set": str(job.quality.get("set") or "")[:60],
-            "sampling": job.quality.get("sampling") or {},
-            "outputs": outputs,
-            "score": score,
-            "evaluation": _clean_evaluation(payload.get("evaluation")),
-        },
-    )
-    audit_record(
-        actor=Actor.for_runner(runner),
-        action="quality_result.create" if created else "quality_result.replace",
-        obj=result,
-        team=job.team,
-        after={"attempt_id": attempt.pk, "score": score, "evaluation": result.evaluation},
-    )
-    return result

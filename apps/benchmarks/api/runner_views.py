@@ -16,7 +16,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.benchmarks import attempts, quality
+from apps.benchmarks import attempts
 from apps.benchmarks.models import JobAttempt
 from apps.benchmarks.results import UploadError, UploadTooLarge
 from apps.benchmarks.selectors import attempt_spec
@@ -185,7 +185,7 @@ class QualityView(RunnerView):
         summary="Upload the quality probe's outputs (sent again: replaces them)",
     )
     def post(self, request: Request, attempt_id: int) -> Response:
-        result = quality.quality_upload(
+        result = attempts.quality_upload(
             runner=self.runner, attempt_id=attempt_id, payload=request.data
         )
         body = {"attempt_id": attempt_id, "probe_set": result.probe_set, "score": result.score}
