@@ -181,7 +181,10 @@ def candidate_facts(entry: CandidateEvidence) -> fairness.CandidateFacts:
     return fairness.CandidateFacts(
         identity=entry.identity,
         load_points=len(entry.points),
-        tuning_origin=str(entry.tuning.get("origin")) if entry.tuning else None,
+        # A candidate kept from a sweep was tuned, whichever setting won.
+        tuning_origin="sweep"
+        if len(entry.trials) > 1
+        else (str(entry.tuning.get("origin")) if entry.tuning else None),
         quality=judgement.mode if judgement is not None else None,
     )
 

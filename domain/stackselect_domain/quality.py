@@ -147,7 +147,7 @@ def is_correct(prompt: ProbePrompt, text: str | None, tool_calls: Any = None) ->
         return bool(numbers) and numbers[0] == prompt.expected
     if prompt.kind == "factual":
         words = WORD.findall(stripped.lower())
-        return prompt.expected in words[:3]
+        return words[:1] == [prompt.expected]  # "One word": the first word is the answer
     if prompt.kind == "format" and prompt.expected == "OK":
         return stripped.rstrip(".!") == "OK"
     if prompt.kind == "format":
