@@ -166,7 +166,10 @@ def run_evaluation(name: str, base_url: str, model: str, environ: Mapping[str, s
     if not isinstance(command, list) or not command:
         result["error"] = f"no evaluation named {name!r} is registered on this runner"
         return result
-    arguments = [str(part).format(base_url=base_url, model=model) for part in command]
+    # Plain replacement, not str.format: an argument may hold JSON or other braces.
+    arguments = [
+        str(part).replace("{base_url}", base_url).replace("{model}", model) for part in command
+    ]
     env = {**environ, "STACKSELECT_BASE_URL": base_url, "STACKSELECT_MODEL": model}
     timeout = float(entry.get("timeout_s") or DEFAULT_EVALUATION_TIMEOUT_S)
     try:
