@@ -165,6 +165,7 @@ class GoalForm(forms.Form):
     )
     max_gpus = forms.IntegerField(initial=8, label="Max GPUs")
     quality_tolerance = forms.FloatField(
+        required=False,
         initial=DEFAULT_QUALITY_TOLERANCE,
         label="Quality tolerance",
         help_text="How far below the reference's probe correctness (a share, 0 to 1) a faster "
@@ -285,7 +286,9 @@ class GoalForm(forms.Form):
                 "prices": {
                     pair[0]: pair[1] if len(pair) > 1 else "" for pair in self._pairs("prices")
                 },
-                "quality_tolerance": data["quality_tolerance"],
+                "quality_tolerance": DEFAULT_QUALITY_TOLERANCE
+                if data.get("quality_tolerance") is None
+                else data["quality_tolerance"],
             },
         }
 
