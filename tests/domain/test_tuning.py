@@ -20,9 +20,7 @@ def test_long_prompts_come_before_concurrency_and_short_chat_is_the_rest():
 
 def test_a_sweep_tries_defaults_the_documented_setting_and_the_grid_once_each():
     documented = [{"settings": {"max_num_batched_tokens": 2048}, "source": "docs"}]
-    trials = sweep_trials(
-        recommended=documented, sweep={"max_num_batched_tokens": (2048, 8192)}
-    )
+    trials = sweep_trials(recommended=documented, sweep={"max_num_batched_tokens": (2048, 8192)})
     assert [(t.origin, t.settings) for t in trials] == [
         ("defaults", {}),
         ("recommended", {"max_num_batched_tokens": 2048}),
@@ -40,7 +38,7 @@ def test_a_grid_too_large_or_with_unknown_words_is_refused():
         check_sweep_values({"max_num_seqs": list(range(1, MAX_SWEEP + 2))})
     with pytest.raises(ValueError, match="unknown setting"):
         check_sweep_values({"cuda_graph_sizes": [8]})
-    with pytest.raises(ValueError, match="tuning.max_num_seqs"):
+    with pytest.raises(ValueError, match=r"tuning\.max_num_seqs"):
         check_sweep_values({"max_num_seqs": [0]})
 
 

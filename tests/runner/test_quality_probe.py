@@ -8,7 +8,6 @@ import sys
 
 import pytest
 from stackselect_domain.quality import probe_prompts, score_outputs
-
 from stackselect_runner.engines import LaunchSpec, SimulatedEngineAdapter, free_loopback_port
 from stackselect_runner.quality_probe import (
     EVALUATIONS_ENV,
@@ -40,14 +39,14 @@ def test_the_simulated_engine_answers_the_probe_in_a_clearly_simulated_way(tmp_p
 
 def test_a_spec_without_quality_runs_no_probe_and_a_bad_one_is_refused():
     assert QualitySpec.from_job_spec({}) is None
-    with pytest.raises(ValueError, match="quality.max_tokens"):
+    with pytest.raises(ValueError, match=r"quality\.max_tokens"):
         QualitySpec.from_job_spec({"quality": {"prompts": [], "max_tokens": 0}})
-    with pytest.raises(ValueError, match="quality.endpoint"):
+    with pytest.raises(ValueError, match=r"quality\.endpoint"):
         QualitySpec.from_job_spec({"quality": {"prompts": [], "max_tokens": 1, "endpoint": "x"}})
 
 
 def test_a_registered_evaluation_command_reports_its_score(tmp_path):
-    script = "import os; print('log line'); print('{\"score\": 0.625, \"metric\": \"acc\"}')"
+    script = 'import os; print(\'log line\'); print(\'{"score": 0.625, "metric": "acc"}\')'
     registry = tmp_path / "evaluations.json"
     registry.write_text(json.dumps({"arith": {"command": [sys.executable, "-c", script]}}))
     result = run_evaluation("arith", "http://127.0.0.1:1", "m", {EVALUATIONS_ENV: str(registry)})
