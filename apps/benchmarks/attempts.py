@@ -9,6 +9,7 @@ holds several attempts at once while their GPU counts fit its GPUs (a claim beyo
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
+from stackselect_domain.quality import score_outputs
 
 from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import (
@@ -37,7 +39,8 @@ from apps.benchmarks.dispatch import (
     pending_jobs_reroute,
     runner_fits,
 )
-from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, ResultUpload
+from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, QualityResult, ResultUpload
+from apps.benchmarks.quality import clean_evaluation, clean_output
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit
 from apps.benchmarks.signals import result_uploaded
@@ -427,3 +430,40 @@ def attempt_finish(*, runner: Runner, attempt_id: int, state: Any, reason: Any) 
     job_finish(attempt.job, state=job_state, reason=job_reason, actor=actor)
     attempt.refresh_from_db()
     return attempt
+
+
+@transaction.atomic
+def quality_upload(*, runner: Runner, attempt_id: int, payload: Any) -> QualityResult:
+    """Store (or replace) the probe outputs of the runner's leased attempt, scored."""
+    attempt = _own_attempt(runner, attempt_id)
+    if attempt.state not in ATTEMPT_LEASED:
+        raise _conflict(attempt)
+    job = attempt.job
+    if not job.quality:
+        raise ValidationError({"quality": "This job has no quality probe."})
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("outputs"), list):
+        raise ValidationError({"outputs": "Send the probe's outputs as a list."})
+    sent = payload["outputs"]
+    if len(sent) > len(job.quality["prompts"]):
+        raise ValidationError({"outputs": f"The probe has {len(job.quality['prompts'])} prompts."})
+    outputs = [clean_output(raw, index) for index, raw in enumerate(sent)]
+    score = score_outputs(outputs, simulated=job.plan.simulated).as_dict()
+    result, created = QualityResult.objects.update_or_create(
+        attempt=attempt,
+        defaults={
+            "job": job,
+            "probe_set": str(job.quality.get("set") or "")[:60],
+            "sampling": job.quality.get("sampling") or {},
+            "outputs": outputs,
+            "score": score,
+            "evaluation": clean_evaluation(payload.get("evaluation")),
+        },
+    )
+    audit_record(
+        actor=Actor.for_runner(runner),
+        action="quality_result.create" if created else "quality_result.replace",
+        obj=result,
+        team=job.team,
+        after={"attempt_id": attempt.pk, "score": score, "evaluation": result.evaluation},
+    )
+    return result

@@ -53,6 +53,27 @@ class PlanForm(forms.Form):
     endpoint = forms.ChoiceField(
         choices=(("completions", "Completions"), ("chat", "Chat completions"))
     )
+    tuning_sweep = forms.BooleanField(
+        required=False,
+        help_text="Run each candidate at its defaults, its engine's documented recommendation "
+        "for this workload and the values below; the best setting under the SLO is compared.",
+    )
+    sweep_max_num_seqs = forms.CharField(
+        required=False, label="Sweep: max sequences", help_text="Comma-separated, e.g. 16, 64."
+    )
+    sweep_max_num_batched_tokens = forms.CharField(
+        required=False,
+        label="Sweep: batched-token budget",
+        help_text="Comma-separated, e.g. 2048, 8192.",
+    )
+    quality_probe = forms.BooleanField(
+        required=False, initial=True, help_text="Send the fixed quality prompts after the load."
+    )
+    evaluation = forms.RegexField(
+        regex=r"^[A-Za-z0-9._-]{1,60}$",
+        required=False,
+        help_text="Optional: the name of an evaluation command registered on the runner.",
+    )
 
     def clean_run_mode(self) -> str:
         """Measured unless a dry run is chosen: the simulator is never picked by default."""
@@ -66,6 +87,22 @@ class PlanForm(forms.Form):
             return [float(part) for part in text.replace(";", ",").split(",") if part.strip()]
         except ValueError as error:
             raise forms.ValidationError("Give numbers separated by commas.") from error
+
+    def _whole_numbers(self, name: str) -> list[int]:
+        text = self.cleaned_data.get(name, "").strip()
+        try:
+            return [int(part) for part in text.replace(";", ",").split(",") if part.strip()]
+        except ValueError as error:
+            raise forms.ValidationError(
+                {name: "Give whole numbers separated by commas."}
+            ) from error
+
+    def tuning_values(self) -> dict[str, list[int]]:
+        values = {
+            word: self._whole_numbers(f"sweep_{word}")
+            for word in ("max_num_seqs", "max_num_batched_tokens")
+        }
+        return {word: numbers for word, numbers in values.items() if numbers}
 
     def load_points(self) -> list[dict[str, Any]]:
         kind = self.cleaned_data["load_kind"]
@@ -89,4 +126,8 @@ class PlanForm(forms.Form):
             request_timeout_s=data["request_timeout_s"],
             endpoint=data["endpoint"],
             max_probes=data["max_probes"] or DEFAULT_MAX_PROBES,
+            tuning_sweep=data["tuning_sweep"],
+            tuning_values=self.tuning_values() or None,
+            quality_probe=data["quality_probe"],
+            evaluation=data["evaluation"] or "",
         )

@@ -61,6 +61,16 @@ class BenchmarkJob(models.Model):
     )
     stack = models.JSONField()
     engine = models.JSONField(help_text="The job spec's engine section (adapter, model, options).")
+    tuning = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The tuning trial this job runs: {group, trial, settings, origin, source}.",
+    )
+    quality = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The job spec's quality section: the probe's prompts and sampling.",
+    )
     accelerator = models.CharField(max_length=64)
     gpu_count = models.PositiveSmallIntegerField()
     state = models.CharField(max_length=20, choices=JobState.choices, default=JobState.QUEUED)
@@ -157,3 +167,24 @@ class ResultUpload(models.Model):
 
     def __str__(self) -> str:
         return f"results of load point {self.load_point_index} chunk {self.chunk_index}"
+
+
+class QualityResult(models.Model):
+    """The quality probe's raw outputs of one attempt, and their score by the domain's rule."""
+
+    attempt = models.OneToOneField(JobAttempt, on_delete=models.CASCADE, related_name="quality")
+    job = models.ForeignKey(BenchmarkJob, on_delete=models.CASCADE, related_name="quality_results")
+    probe_set = models.CharField(max_length=60)
+    sampling = models.JSONField(default=dict)
+    outputs = models.JSONField(default=list, help_text="[{id, text, tool_calls, error, latency_s}]")
+    score = models.JSONField(default=dict, help_text="{correct, total, rate, mode}")
+    evaluation = models.JSONField(
+        null=True, blank=True, help_text="A team's own evaluation command: {name, score, metric}."
+    )
+    received_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["job", "attempt"]
+
+    def __str__(self) -> str:
+        return f"quality probe of {self.attempt}"

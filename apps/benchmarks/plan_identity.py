@@ -8,12 +8,14 @@ them), so the identity is everything that must not differ between two results to
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from stackselect_domain.canonical import canonical_hash
 from stackselect_domain.slo import SLO
+from stackselect_domain.tuning import check_sweep_values
 from stackselect_domain.workload import (
     ClosedLoop,
     Workload,
@@ -32,6 +34,7 @@ DEFAULT_LADDER = (0.5, 1.0, 2.0)
 # A max-rate search stops once its bracket is this close (stackselect_domain/ratesearch.py).
 SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
+EVALUATION_NAME = re.compile(r"[A-Za-z0-9._-]{1,60}")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ class PlanOptions:
     request_timeout_s: float = 120.0
     endpoint: str = "completions"
     max_probes: int = DEFAULT_MAX_PROBES
+    # Tuning: a sweep per candidate over `tuning_values` (plus the documented settings).
+    tuning_sweep: bool = False
+    tuning_values: Mapping[str, Any] | None = None
+    # The output-quality probe, and a team's own evaluation command registered on the runner.
+    quality_probe: bool = True
+    evaluation: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
@@ -69,6 +78,10 @@ class PlanOptions:
             raise ValueError("request_timeout_s: must be positive")
         if self.endpoint not in ("completions", "chat"):
             raise ValueError("endpoint: must be completions or chat")
+        if self.tuning_values:
+            object.__setattr__(self, "tuning_values", check_sweep_values(self.tuning_values))
+        if self.evaluation and not EVALUATION_NAME.fullmatch(self.evaluation):
+            raise ValueError("evaluation: a name of letters, digits, '.', '_' or '-' (max 60)")
 
 
 def _whole(value: Any, field: str, minimum: int, maximum: int | None = None) -> int:

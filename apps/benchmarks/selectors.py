@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
+from stackselect_domain import fairness
 
 from apps.accounts.scoping import scoped
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState
@@ -106,6 +107,7 @@ def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
         "search": plan.search,
         "measurement_window_s": identity["measurement_window_s"],
         "failure_policy": identity["failure_policy"],
+        "quality": job.quality,
     }
 
 
@@ -163,3 +165,34 @@ def job_results(*, job: BenchmarkJob) -> list[Any]:
         for _, answer in job_results_wanted.send(sender=BenchmarkJob, job=job)
         for result in answer or ()
     ]
+
+
+def _planned_identity(plan: BenchmarkPlan, job: BenchmarkJob) -> dict[str, Any]:
+    """The identity fields the checklist reads, as the plan will run them."""
+    identity, model = plan.identity, plan.identity.get("model") or {}
+    workload = identity.get("workload") or {}
+    return {
+        "checkpoint": model.get("checkpoint"),
+        "tokenizer": model.get("tokenizer"),
+        "precision": {"weights": job.stack.get("precision"), "kv_cache": identity.get("kv_dtype")},
+        "arrival": {"seed": workload.get("seed"), "request_count": workload.get("request_count")},
+        "osl_distribution": {"ignore_eos": (identity.get("harness") or {}).get("ignore_eos")},
+    }
+
+
+def plan_checklist(plan: BenchmarkPlan) -> list[fairness.Item]:
+    """The fair-comparison checklist of what the plan will run: one entry per candidate
+    (its trials share everything the checklist reads but the settings)."""
+    points = plan.search["max_probes"] if plan.search else len(plan.load_points)
+    by_candidate: dict[Any, fairness.CandidateFacts] = {}
+    for job in plan.jobs.order_by("pk"):
+        origin = (job.tuning or {}).get("origin")
+        earlier = by_candidate.get(job.candidate_id)
+        swept = earlier is not None and earlier.tuning_origin != origin
+        by_candidate[job.candidate_id] = fairness.CandidateFacts(
+            identity=_planned_identity(plan, job),
+            load_points=points,
+            tuning_origin="sweep" if swept else origin,
+            quality=(("simulated" if plan.simulated else "measured") if job.quality else None),
+        )
+    return fairness.checklist(list(by_candidate.values()))

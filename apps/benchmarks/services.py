@@ -26,6 +26,8 @@ from apps.benchmarks.plan_identity import (
     request_schedule,
     search_section,
 )
+from apps.benchmarks.quality import quality_section
+from apps.benchmarks.tuning import candidate_trials, plan_workload_class, tuned_engine
 from apps.selections.choices import SelectionState
 from apps.selections.models import Candidate, Selection
 from apps.selections.replay import resolved_workload
@@ -95,6 +97,7 @@ def _plan_documents(selection: Selection, options: PlanOptions) -> dict[str, Any
         raise ValidationError({field or "workload": str(error)}) from error
     mean_context = workload.input_length.mean() + workload.output_length.mean() / 2
     return {
+        "workload_class": plan_workload_class(workload),
         "points": points,
         "search": search,
         "requests": requests,
@@ -150,17 +153,7 @@ def plan_create(
     )
     jobs = []
     for candidate, engine in zip(candidates, engines, strict=True):
-        jobs.append(
-            BenchmarkJob.objects.create(
-                plan=plan,
-                team=team,
-                candidate=candidate,
-                stack=candidate.stack,
-                engine=engine,
-                accelerator=candidate.accelerator.slug,
-                gpu_count=int(candidate.stack.get("gpu_count") or 1),
-            )
-        )
+        jobs += _candidate_jobs(plan, candidate, engine, options, documents, selection.workload)
     actor = Actor.for_user(actor_user)
     audit_record(
         actor=actor,
@@ -179,6 +172,51 @@ def plan_create(
     for job in jobs:
         attempt_dispatch(job, number=1)
     return plan
+
+
+def _candidate_jobs(
+    plan: BenchmarkPlan,
+    candidate: Candidate,
+    engine: dict[str, Any],
+    options: PlanOptions,
+    documents: dict[str, Any],
+    workload: dict[str, Any],
+) -> list[BenchmarkJob]:
+    """One job per tuning trial of the candidate (one, unless the plan sweeps)."""
+    klass = documents["workload_class"]
+    trials = candidate_trials(
+        candidate.release, klass, sweep=options.tuning_sweep, values=options.tuning_values
+    )
+    try:
+        quality = (
+            quality_section(
+                workload=workload,
+                stack=candidate.stack,
+                evaluation=options.evaluation,
+                endpoint=options.endpoint,
+            )
+            if options.quality_probe
+            else None
+        )
+    except ValueError as error:
+        raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
+    jobs = []
+    for index, trial in enumerate(trials):
+        tuned = tuned_engine(engine, trial, group=candidate.pk, index=index, klass=klass)
+        jobs.append(
+            BenchmarkJob.objects.create(
+                plan=plan,
+                team=plan.team,
+                candidate=candidate,
+                stack=candidate.stack,
+                engine=tuned,
+                tuning=tuned["tuning"],
+                quality=quality,
+                accelerator=candidate.accelerator.slug,
+                gpu_count=int(candidate.stack.get("gpu_count") or 1),
+            )
+        )
+    return jobs
 
 
 def _selection_mark_planned(selection: Selection, actor: Actor) -> None:

@@ -21,6 +21,7 @@ from apps.benchmarks.selectors import (
     job_attempts,
     job_results,
     jobs_of,
+    plan_checklist,
     plan_jobs,
     plan_progress,
     plans_of,
@@ -92,6 +93,7 @@ def plan_detail(request: HttpRequest, plan_id: int) -> HttpResponse:
         "jobs": jobs,
         "searches": searches,
         "terminal_states": sorted(JOB_TERMINAL),
+        "checklist": plan_checklist(plan),
     }
     return render(request, "benchmarks/plan_detail.html", context)
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import models, transaction
+from stackselect_domain.tuning import WORKLOAD_CLASSES, tunable_part
 
 from apps.audit.services import Actor
 from apps.catalog.models import (
@@ -116,6 +117,22 @@ def _load_simple(loader: _Loader, name: str, model: type[M], key: str) -> dict[s
     return existing
 
 
+def checked_recommendations(entries: Any) -> list[dict[str, Any]]:
+    """A release's documented settings: each names its workload class, its source and date."""
+    if not isinstance(entries, list):
+        raise ValueError("tuned: must be a list")
+    for index, entry in enumerate(entries):
+        where = f"tuned[{index}]"
+        if entry.get("workload_class") not in WORKLOAD_CLASSES:
+            raise ValueError(f"{where}.workload_class: one of {', '.join(WORKLOAD_CLASSES)}")
+        if not entry.get("source") or not entry.get("as_of"):
+            raise ValueError(f"{where}: a recommendation needs its source and as_of date")
+        if not isinstance(entry.get("settings") or {}, dict):
+            raise ValueError(f"{where}.settings: must be an object")
+        tunable_part(entry.get("settings") or {})
+    return entries
+
+
 def _release_values(engine: Engine, entry: Mapping[str, Any]) -> dict[str, Any]:
     defaults = entry.get("defaults") or {}
     return {
@@ -139,6 +156,7 @@ def _release_values(engine: Engine, entry: Mapping[str, Any]) -> dict[str, Any]:
         "memory_fraction_basis": defaults.get("memory_fraction_basis"),
         "memory_fraction_source": defaults.get("memory_fraction_source"),
         "memory_fraction_as_of": defaults.get("memory_fraction_as_of"),
+        "tuned_settings": checked_recommendations(entry.get("tuned") or []),
     }
 
 

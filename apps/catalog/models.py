@@ -76,6 +76,13 @@ class EngineRelease(models.Model):
     )
     serves_source = models.CharField(max_length=500, blank=True)
     serves_as_of = models.DateField(null=True, blank=True)
+    tuned_settings = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Settings the engine's own documentation recommends per workload class: "
+        '[{"workload_class", "settings", "engine_flags", "source", "as_of", "note"}] '
+        "(stackselect_domain/tuning.py).",
+    )
     needs_review = models.BooleanField(
         default=False, help_text="Copied forward; a curator must confirm it."
     )

@@ -12,6 +12,7 @@ from typing import Any
 from stackselect_domain.slo import SLO
 
 from apps.decisions.choices import TriggerKind
+from apps.decisions.comparison_text import comparison_lines
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
@@ -254,6 +255,11 @@ def decision_lines(record: DecisionRecord) -> list[str]:
     ]
 
 
+def comparison_block(comparison: Mapping[str, Any]) -> list[str]:
+    lines = comparison_lines(comparison)
+    return [*lines, ""] if lines else []
+
+
 def record_markdown(record: DecisionRecord) -> str:
     parts = [
         front_matter(record),
@@ -273,6 +279,7 @@ def record_markdown(record: DecisionRecord) -> str:
         "",
         *evidence_lines(record.evidence),
         "",
+        *comparison_block(record.comparison),
         "## 4. Decision",
         "",
         *decision_lines(record),

@@ -61,6 +61,12 @@ class DecisionRecord(models.Model):
     goal = models.JSONField(help_text="Workload, SLO, capacity and operational constraints.")
     candidates = models.JSONField(help_text="[{key, stack, release, capabilities, ...}]")
     evidence = models.JSONField(help_text="[{run_id, candidate_key, identity_fingerprint, ...}]")
+    comparison = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{reference_key, quality_tolerance, candidates: [{candidate_key, quality}], "
+        "checklist, missed}: quality flags and the fair-comparison checklist.",
+    )
     chosen_key = models.CharField(max_length=40, blank=True)
     rationale = models.TextField(blank=True)
     dropped = models.JSONField(default=dict, blank=True, help_text="{candidate key: reason}")

@@ -11,12 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from stackselect_domain import fairness
 
 from apps.benchmarks.engine_spec import model_identity
 from apps.catalog.models import Capability
 from apps.decisions.export import stack_text
 from apps.evidence.models import EvidenceRun, LoadPointResult
-from apps.evidence.selectors import counted, measured_by_candidate
+from apps.evidence.selectors import (
+    candidate_facts,
+    counted,
+    measured_by_candidate,
+    selection_evidence,
+)
 from apps.selections.choices import CandidateOutcome
 from apps.selections.models import Candidate, Selection
 
@@ -183,8 +189,37 @@ def evidence_part(
     ]
 
 
+def _quality_row(entry: Any, key: str) -> dict[str, Any]:
+    judgement = entry.judgement.as_dict() if entry.judgement else None
+    return {
+        "candidate_key": key,
+        "comparability": entry.status,
+        "tuning": dict(entry.tuning) if entry.tuning else None,
+        "trials": len(entry.trials),
+        "quality": judgement,
+    }
+
+
+def comparison_part(selection: Selection, keys: Mapping[int, str]) -> dict[str, Any]:
+    """Each candidate's quality verdict against the reference, and the fair-comparison
+    checklist of the record's candidates, as the evidence page shows them now."""
+    evidence = selection_evidence(team=selection.team, selection_id=selection.pk)
+    entries = [entry for entry in evidence.candidates if entry.candidate_id in keys]
+    if not entries:
+        return {}
+    checklist = fairness.checklist([candidate_facts(entry) for entry in entries])
+    reference = evidence.candidates[0]
+    return {
+        "reference_key": keys.get(reference.candidate_id) if reference in entries else None,
+        "quality_tolerance": evidence.quality_tolerance,
+        "candidates": [_quality_row(entry, keys[entry.candidate_id]) for entry in entries],
+        "checklist": [item.as_dict() for item in checklist],
+        "missed": fairness.missed(checklist),
+    }
+
+
 def snapshot_parts(selection: Selection, candidate_ids: Sequence[int] = ()) -> dict[str, Any]:
-    """goal, candidates and evidence of a record about `selection`."""
+    """goal, candidates, evidence and the comparison's verdicts of a record about `selection`."""
     candidates = record_candidates(selection, candidate_ids)
     candidate_rows = candidates_part(candidates)
     keys = {row["candidate_id"]: row["key"] for row in candidate_rows}
@@ -192,4 +227,5 @@ def snapshot_parts(selection: Selection, candidate_ids: Sequence[int] = ()) -> d
         "goal": goal_part(selection),
         "candidates": candidate_rows,
         "evidence": evidence_part(selection, candidates, keys),
+        "comparison": comparison_part(selection, keys),
     }

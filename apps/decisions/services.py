@@ -35,7 +35,7 @@ from apps.decisions.record_parts import snapshot_parts
 from apps.selections.models import Selection
 
 # Snapshots of these are too large for an audit row; their changes show in the text fields.
-AUDIT_EXCLUDED = ["goal", "candidates", "evidence", "baseline"]
+AUDIT_EXCLUDED = ["goal", "candidates", "evidence", "comparison", "baseline"]
 MAX_REVALIDATE_DAYS = 3650
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from stackselect_domain.identity import comparability
+from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.ratesearch import MaxRate, max_rate_between
 
 from apps.evidence.analysis import (
@@ -25,6 +26,8 @@ from apps.evidence.analysis import (
     compare,
     metric_value,
 )
+from apps.evidence.quality import QualityJudgement, judge_quality
+from apps.evidence.tuned import Trial, keep_best_trials
 
 MS = 1000.0
 VERDICT_WORDS = {"a_better": "better", "b_better": "worse"}
@@ -87,6 +90,10 @@ class StoredRun:
     fingerprint: str
     gpu_count: int | None
     results: Sequence[StoredResult]
+    # The job's tuning trial ({group, trial, settings, origin, source}) and its quality probe
+    # ({score, outputs, evaluation}); None for imported runs and runs without a probe.
+    tuning: Mapping[str, Any] | None = None
+    quality: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,14 @@ class CandidateEvidence:
     max_rate: MaxRate | None
     status: str = "reference"
     differing: tuple[str, ...] = field(default_factory=tuple)
+    tuning: Mapping[str, Any] | None = None
+    trials: list[Trial] = field(default_factory=list)
+    quality: list[Mapping[str, Any]] = field(default_factory=list)
+    judgement: QualityJudgement | None = None
+
+    @property
+    def quality_flag(self) -> str | None:
+        return self.judgement.flag if self.judgement else None
 
     @property
     def comparable(self) -> bool:
@@ -148,6 +163,10 @@ class CandidateEvidence:
     def mode(self) -> str:
         return "simulated" if self.simulated else "measured"
 
+    @property
+    def best_goodput(self) -> float | None:
+        return _max([point.value("goodput_rps") for point in self.points])
+
 
 def load_point_key(load_point: Mapping[str, Any]) -> str:
     """Load points of different runs line up by what was offered, not by their position."""
@@ -159,6 +178,11 @@ def load_point_key(load_point: Mapping[str, Any]) -> str:
 def _sort_key(point: PointEvidence) -> tuple[int, float]:
     concurrency = point.load_point.get("concurrency")
     return (1, float(concurrency)) if concurrency is not None else (0, point.offered_rate_rps)
+
+
+def _max(values: Sequence[float | None]) -> float | None:
+    measured = [value for value in values if value is not None]
+    return max(measured) if measured else None
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -228,6 +252,8 @@ def _candidate(runs: Sequence[StoredRun]) -> CandidateEvidence:
         gpu_count=first.gpu_count,
         points=points,
         max_rate=_max_rate(points),
+        tuning=first.tuning,
+        quality=[run.quality for run in runs if run.quality],
     )
 
 
@@ -246,12 +272,17 @@ def build_evidence(
     runs: Sequence[StoredRun],
     *,
     reference_key: str | None = None,
+    quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE,
 ) -> list[CandidateEvidence]:
-    """One entry per identity, the reference first (the one asked for, else the most runs)."""
+    """One entry per identity, the reference first (the one asked for, else the most runs).
+
+    The tuning trials of one candidate collapse into its best setting under the SLO
+    (apps/evidence/tuned.py); each candidate's probe is judged against the reference's.
+    """
     groups: dict[str, list[StoredRun]] = defaultdict(list)
     for run in sorted(runs, key=lambda run: run.run_id):
         groups[run.fingerprint].append(run)
-    candidates = [_candidate(group) for group in groups.values()]
+    candidates = keep_best_trials([_candidate(group) for group in groups.values()])
     if not candidates:
         return []
     reference = next((c for c in candidates if c.key == reference_key), None)
@@ -263,5 +294,6 @@ def build_evidence(
         candidate.status, candidate.differing = verdict.status, verdict.differing
         if verdict.comparable:
             _verdicts(candidate, reference)
+    judge_quality(candidates, reference, tolerance=quality_tolerance)
     candidates.remove(reference)
     return [reference, *candidates]

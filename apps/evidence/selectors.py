@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 from django.db.models import QuerySet
+from stackselect_domain import fairness
+from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.benchmarks.choices import AttemptState
+from apps.benchmarks.models import QualityResult
 from apps.evidence.calibration_report import CalibrationReport, calibration_report
 from apps.evidence.comparison import (
     CandidateEvidence,
@@ -55,6 +58,8 @@ class SelectionEvidence:
     partial_load_points: int
     calibration: CalibrationReport
     superseded: list[SupersededRun] = field(default_factory=list)
+    checklist: list[fairness.Item] = field(default_factory=list)
+    quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE
 
 
 def _label(run: EvidenceRun) -> str:
@@ -95,10 +100,23 @@ def superseded_runs_of(*, team: Any, selection: Selection) -> list[SupersededRun
     ]
 
 
+def _probes(runs: list[EvidenceRun]) -> dict[int, dict[str, Any]]:
+    """The quality probe of each run's attempt (one query), by attempt id."""
+    attempt_ids = [run.attempt_id for run in runs if run.attempt_id]
+    rows = QualityResult.objects.filter(attempt_id__in=attempt_ids)
+    return {
+        attempt_id: {"score": score, "outputs": outputs, "evaluation": evaluation}
+        for attempt_id, score, outputs, evaluation in rows.values_list(
+            "attempt_id", "score", "outputs", "evaluation"
+        )
+    }
+
+
 def stored_runs(*, team: Any, selection: Selection) -> tuple[list[StoredRun], int]:
-    """Every run of the selection with its complete load points (two queries), and how many
-    load points still wait for chunks."""
-    runs = list(runs_of(team=team, selection=selection))
+    """Every run of the selection with its complete load points, its job's tuning trial and
+    its quality probe (four queries), and how many load points still wait for chunks."""
+    runs = list(runs_of(team=team, selection=selection).select_related("job"))
+    probes = _probes(runs)
     results: dict[int, list[StoredResult]] = {run.pk: [] for run in runs}
     partial = 0
     rows = LoadPointResult.objects.filter(run__in=[run.pk for run in runs])
@@ -120,6 +138,8 @@ def stored_runs(*, team: Any, selection: Selection) -> tuple[list[StoredRun], in
             fingerprint=run.identity_fingerprint,
             gpu_count=run.gpu_count,
             results=results[run.pk],
+            tuning=(run.job.tuning or None) if run.job_id else None,
+            quality=probes.get(run.attempt_id) if run.attempt_id else None,
         )
         for run in runs
     ]
@@ -134,7 +154,8 @@ def selection_evidence(
     selection = get_scoped_or_404(Selection.objects.select_related("model"), team, pk=selection_id)
     runs, partial = stored_runs(team=team, selection=selection)
     slo = slo_of(selection.slo)
-    evidence = build_evidence(runs, reference_key=reference)
+    tolerance = quality_tolerance_of(selection)
+    evidence = build_evidence(runs, reference_key=reference, quality_tolerance=tolerance)
     candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
     candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
     by_id = {candidate.pk: candidate for candidate in candidates.select_related("accelerator")}
@@ -142,7 +163,30 @@ def selection_evidence(
     measured = [run for run in runs if not run.identity.get("simulated")]
     report = calibration_report(selection, build_evidence(measured), by_id)
     superseded = superseded_runs_of(team=team, selection=selection)
-    return SelectionEvidence(selection, slo, evidence, partial, report, superseded)
+    checklist = fairness.checklist([candidate_facts(entry) for entry in evidence])
+    return SelectionEvidence(
+        selection, slo, evidence, partial, report, superseded, checklist, tolerance
+    )
+
+
+def quality_tolerance_of(selection: Selection) -> float:
+    """The goal's quality tolerance (constraints), the domain's default when it sets none."""
+    value = (selection.constraints or {}).get("quality_tolerance")
+    return DEFAULT_QUALITY_TOLERANCE if value is None else float(value)
+
+
+def candidate_facts(entry: CandidateEvidence) -> fairness.CandidateFacts:
+    """What the fair-comparison checklist reads of one compared candidate."""
+    judgement = entry.judgement
+    return fairness.CandidateFacts(
+        identity=entry.identity,
+        load_points=len(entry.points),
+        # A candidate kept from a sweep was tuned, whichever setting won.
+        tuning_origin="sweep"
+        if len(entry.trials) > 1
+        else (str(entry.tuning.get("origin")) if entry.tuning else None),
+        quality=judgement.mode if judgement is not None else None,
+    )
 
 
 def measured_by_candidate(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:

@@ -72,6 +72,7 @@ def selection_evidence(request: HttpRequest, selection_id: int) -> HttpResponse:
         "figures": figures,
         "definitions": DEFINITIONS,
         "simulated_count": sum(entry.simulated for entry in evidence.candidates),
+        "tuned_count": sum(bool(entry.trials) for entry in evidence.candidates),
     }
     return render(request, "evidence/selection_evidence.html", context)
 

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from django import forms
+from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.vocabulary import (
     ARRIVAL_PROCESSES,
     DEFAULT_PRECISION,
@@ -99,7 +100,17 @@ FIELDSETS = (
     ("", ("trace", "speedup")),
     ("Sharing", ("prefix_share", "prefix_tokens", "multi_turn", "tool_share")),
     ("SLO", ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
-    ("Constraints", ("accelerators", "max_gpus", "required_features", "operational", "prices")),
+    (
+        "Constraints",
+        (
+            "accelerators",
+            "max_gpus",
+            "required_features",
+            "operational",
+            "prices",
+            "quality_tolerance",
+        ),
+    ),
 )
 
 
@@ -153,6 +164,13 @@ class GoalForm(forms.Form):
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: all."
     )
     max_gpus = forms.IntegerField(initial=8, label="Max GPUs")
+    quality_tolerance = forms.FloatField(
+        required=False,
+        initial=DEFAULT_QUALITY_TOLERANCE,
+        label="Quality tolerance",
+        help_text="How far below the reference's probe correctness (a share, 0 to 1) a faster "
+        "candidate may score before it is flagged as worse.",
+    )
     required_features = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -268,6 +286,9 @@ class GoalForm(forms.Form):
                 "prices": {
                     pair[0]: pair[1] if len(pair) > 1 else "" for pair in self._pairs("prices")
                 },
+                "quality_tolerance": DEFAULT_QUALITY_TOLERANCE
+                if data.get("quality_tolerance") is None
+                else data["quality_tolerance"],
             },
         }
 
@@ -333,6 +354,7 @@ class GoalForm(forms.Form):
             "attainment": slo.get("attainment"),
             "accelerators": constraints.get("accelerators", []),
             "max_gpus": constraints.get("max_gpus", 8),
+            "quality_tolerance": constraints.get("quality_tolerance", DEFAULT_QUALITY_TOLERANCE),
             "operational": constraints.get("operational", []),
             "required_features": "\n".join(
                 f"{item['feature']} {item['min_maturity']}"

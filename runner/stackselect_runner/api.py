@@ -269,5 +269,9 @@ class RunnerApi:
             or {}
         )
 
+    def upload_quality(self, attempt_id: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The quality probe's outputs; sending the same attempt's probe again replaces it."""
+        return self.request("POST", f"attempts/{attempt_id}/quality", payload) or {}
+
     def finish(self, attempt_id: int, state: str, reason: str) -> None:
         self.request("POST", f"attempts/{attempt_id}/finish", {"state": state, "reason": reason})

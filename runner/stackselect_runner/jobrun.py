@@ -41,6 +41,7 @@ from stackselect_runner.harness import (
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
 from stackselect_runner.model_store import ModelMissing, ModelStore, models_path
+from stackselect_runner.quality_probe import QualitySpec, answered, run_probe
 from stackselect_runner.reporting import Reporter
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
@@ -109,6 +110,8 @@ class JobPlan:
     search: SearchSpec | None = None
     # {"model_key", "path"}: the checkpoint this runner's model store gave the job, if any.
     model_store: Mapping[str, str] | None = None
+    quality: QualitySpec | None = None
+    tuning: Mapping[str, Any] | None = None
 
     @classmethod
     def from_spec(
@@ -142,6 +145,7 @@ class JobPlan:
             env=dict(env or {}),
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
+        quality = QualitySpec.from_job_spec(spec)
         if spec.get("search") is None:
             return cls(
                 str(engine["adapter"]),
@@ -149,6 +153,8 @@ class JobPlan:
                 harness,
                 _fixed_load_points(spec),
                 model_store=model_store,
+                quality=quality,
+                tuning=engine.get("tuning"),
             )
         search = SearchSpec.from_dict(spec["search"])
         return cls(
@@ -158,6 +164,8 @@ class JobPlan:
             load_points=(),
             search=search,
             model_store=model_store,
+            quality=quality,
+            tuning=engine.get("tuning"),
         )
 
     def effective_config(self) -> dict[str, Any]:
@@ -166,6 +174,9 @@ class JobPlan:
             "model": self.launch.model,
             "served_model_name": self.launch.served_name,
             "options": dict(self.launch.options),
+            # Which tuning trial this is and the probe's sampling: both part of what was run.
+            **({"tuning": dict(self.tuning)} if self.tuning else {}),
+            **({"sampling": dict(self.quality.sampling)} if self.quality else {}),
         }
 
 
@@ -287,15 +298,32 @@ class AttemptRun:
                 # Where this machine keeps the weights: the identity names the model instead.
                 engine["model_store"] = dict(self.plan.model_store)
             if self.plan.search is not None:
-                return self._search(self.plan.search, process, engine)
-            for point in self.plan.load_points:
-                self._check_cancel()
-                result = self._measure(point, engine)
-                self._check_load_point(point, result, process)
-            measured = len(self.plan.load_points)
-            return Outcome.SUCCEEDED, f"measured {measured} load point(s)"
+                outcome, reason = self._search(self.plan.search, process, engine)
+            else:
+                for point in self.plan.load_points:
+                    self._check_cancel()
+                    result = self._measure(point, engine)
+                    self._check_load_point(point, result, process)
+                outcome = Outcome.SUCCEEDED
+                reason = f"measured {len(self.plan.load_points)} load point(s)"
+            return outcome, reason + self._quality_probe()
         finally:
             process.stop(grace_s=self.runner.settings.engine_stop_grace_s)
+
+    def _quality_probe(self) -> str:
+        """Send the probe's prompts to the engine just measured and upload what it said."""
+        spec = self.plan.quality
+        if spec is None:
+            return ""
+        self._check_cancel()
+        self.reporter.update(None, 0, len(spec.prompts), "quality probe")
+        launch = self.plan.launch
+        result = run_probe(launch.base_url, launch.served_name, spec)
+        try:
+            self.runner.api.upload_quality(self.attempt_id, result.payload(spec))
+        except ApiError as exc:
+            raise JobFailed(f"uploading the quality probe failed: {exc.describe()}") from exc
+        return f"; quality probe: {answered(result.outputs)}/{len(spec.prompts)} answered"
 
     def _search(
         self, search: SearchSpec, process: EngineProcess, engine: Mapping[str, Any]

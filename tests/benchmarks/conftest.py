@@ -12,6 +12,7 @@ from tests.benchmarks.factories import (
     enrolled_runner,
     selection_with_candidates,
 )
+from tests.fleet.conftest import fast_fleet, runners  # noqa: F401  (the sweep's real runner)
 
 
 @pytest.fixture

@@ -135,6 +135,7 @@ def _walk(alice, bob, charlie, acme) -> None:
         api.post(f"attempts/{attempt.pk}/progress", {"load_point": 0, "done": 1, "total": 4}),
         api.post(f"attempts/{attempt.pk}/log", {"offset": 0, "text": "walking\n"}),
         api.upload(attempt.pk, result_document(0), key=f"walk-{attempt.pk}"),
+        api.post(f"attempts/{attempt.pk}/quality", {"outputs": [{"id": "add", "text": "12"}]}),
         api.post(f"attempts/{attempt.pk}/finish", {"state": "succeeded", "reason": ""}),
     ):
         assert response.status_code in (200, 201), response.content

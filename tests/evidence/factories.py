@@ -38,10 +38,11 @@ def plan_for(
     load_points: list[dict[str, Any]],
     request_count: int = 20,
     run_mode: str = RunMode.MEASURED,
+    seed: int = 0,
 ) -> BenchmarkPlan:
     """A plan measured on the stacks' engines, or a dry run with `run_mode="simulated"`."""
     options = PlanOptions(
-        run_mode=run_mode, request_count=request_count, load_points=tuple(load_points)
+        run_mode=run_mode, request_count=request_count, load_points=tuple(load_points), seed=seed
     )
     points = normalise_load_points(load_points)
     identity = build_identity(

@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 from stackselect_runner.simengine import EngineConfig, serve_simulated_engine
+from stackselect_runner.simengine.server import SIMULATED_ANSWER
 
 from .conftest import FAST_STEP_COST, MODEL
 
@@ -78,7 +79,10 @@ def test_a_non_streamed_completion_returns_the_text_and_usage_in_one_body() -> N
     status, text = post("/v1/completions", body)
     response = json.loads(text)
     assert status == 200
-    assert len(response["choices"][0]["text"].split()) == 5
+    answer = response["choices"][0]["text"]
+    # A whole answer says it came from no model, then one word per output token.
+    assert answer.startswith(SIMULATED_ANSWER)
+    assert len(answer.removeprefix(SIMULATED_ANSWER).split()) == 5
     assert response["usage"]["prompt_tokens"] == 3
 
 

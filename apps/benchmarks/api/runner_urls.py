@@ -19,5 +19,6 @@ urlpatterns = [
     path("attempts/<int:attempt_id>/progress", attempts.ProgressView.as_view(), name="progress"),
     path("attempts/<int:attempt_id>/log", attempts.LogView.as_view(), name="log"),
     path("attempts/<int:attempt_id>/results", attempts.ResultsView.as_view(), name="results"),
+    path("attempts/<int:attempt_id>/quality", attempts.QualityView.as_view(), name="quality"),
     path("attempts/<int:attempt_id>/finish", attempts.FinishView.as_view(), name="finish"),
 ]

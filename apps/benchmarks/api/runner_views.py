@@ -176,6 +176,22 @@ def _too_large(message: str) -> Response:
     )
 
 
+class QualityView(RunnerView):
+    @extend_schema(
+        tags=[TAG],
+        request=OpenApiTypes.OBJECT,
+        parameters=[ATTEMPT_ID],
+        responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 409: CONFLICT},
+        summary="Upload the quality probe's outputs (sent again: replaces them)",
+    )
+    def post(self, request: Request, attempt_id: int) -> Response:
+        result = attempts.quality_upload(
+            runner=self.runner, attempt_id=attempt_id, payload=request.data
+        )
+        body = {"attempt_id": attempt_id, "probe_set": result.probe_set, "score": result.score}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
 class FinishView(RunnerView):
     @extend_schema(
         tags=[TAG],

@@ -111,6 +111,27 @@ class PlanCreateIn(serializers.Serializer):
     max_probes = serializers.IntegerField(
         min_value=1, max_value=MAX_LOAD_POINTS, default=DEFAULT_MAX_PROBES
     )
+    tuning_sweep = serializers.BooleanField(
+        default=False,
+        help_text="Run each candidate at its engine defaults, each documented recommendation "
+        "for the workload's class and the tuning_values grid; the best under the SLO is kept.",
+    )
+    tuning_values = serializers.DictField(
+        child=serializers.ListField(child=serializers.IntegerField(min_value=1)),
+        required=False,
+        default=dict,
+        help_text='e.g. {"max_num_seqs": [16, 64], "max_num_batched_tokens": [2048]}',
+    )
+    quality_probe = serializers.BooleanField(
+        default=True, help_text="Run the output-quality probe after the load points."
+    )
+    evaluation = serializers.RegexField(
+        r"^[A-Za-z0-9._-]{1,60}$",
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Name of an evaluation command registered on the runner (its score is stored).",
+    )
 
     def to_internal_value(self, data):
         """A load mode sent as `mode` (the field's old meaning) is named, not just refused."""

@@ -86,6 +86,7 @@ class RecordSerializer(_RecordBase):
             "goal",
             "candidates",
             "evidence",
+            "comparison",
             "chosen_key",
             "rationale",
             "dropped",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.vocabulary import (
     ARRIVAL_PROCESSES,
     KV_DTYPES,
@@ -292,6 +293,15 @@ class ConstraintsSerializer(serializers.Serializer):
         child=serializers.FloatField(min_value=0.0001),
         default=dict,
         help_text="USD per GPU-hour by accelerator slug.",
+    )
+    quality_tolerance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        default=DEFAULT_QUALITY_TOLERANCE,
+        help_text=(
+            "How far below the reference candidate's quality-probe correctness (a share, "
+            "0 to 1) a faster candidate may score before it is flagged 'faster but worse'."
+        ),
     )
 
     def validate_accelerators(self, names: list[str]) -> list[str]:

@@ -25,6 +25,9 @@ from stackselect_runner.simengine.scheduler import FINISHED, ContinuousBatchingS
 from stackselect_runner.simengine.stepcost import DEFAULT_STEP_COST, StepCost
 
 SIMULATED_MARK = "stackselect-simulated"
+# A whole (non-streamed) answer says it came from no model, so a quality probe against the
+# simulated engine can never read as a measured answer.
+SIMULATED_ANSWER = "[simulated engine: no model ran]"
 SCHEDULER_KEY = web.AppKey("scheduler", ContinuousBatchingScheduler)
 SHUTDOWN_TIMEOUT_S = 1.0
 
@@ -118,7 +121,7 @@ class GenerationHandler:
             if await sequence.tokens.get() is FINISHED:
                 return _error(503, "engine shutting down", "ServiceUnavailable")
         usage = usage_dict(sequence.prompt_tokens, sequence.output_tokens)
-        text = output_text(sequence.output_tokens)
+        text = f"{SIMULATED_ANSWER}{output_text(sequence.output_tokens)}"
         finish = _finish_reason(generation, sequence)
         return web.json_response(shape.full_response(text, finish, usage))
 

@@ -1,0 +1,112 @@
+"""Tuned configurations: the workload class, the settings a sweep tries, and which one wins.
+
+docs/domain.md section 5: each engine runs as its project recommends, not at its defaults. The
+catalog records, per engine release, the settings its own documentation recommends for a
+workload class, each with its source. A plan may sweep a few settings per candidate; the best
+setting under the SLO is kept and candidates are compared at their best. The words swept are
+the engine-neutral ones every runner adapter translates into its engine's flags
+(runner/stackselect_runner/engines/stack.py); a recommendation in any other word is shown but
+not applied.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from stackselect_domain.checks import require_int
+
+WorkloadClass = Literal["long_prompts", "short_chat", "high_concurrency"]
+WORKLOAD_CLASSES: tuple[str, ...] = ("long_prompts", "short_chat", "high_concurrency")
+# Engine-neutral words a sweep may set: the batch limit and the batched-token budget (chunk).
+TUNABLE: tuple[str, ...] = ("max_num_seqs", "max_num_batched_tokens")
+# Our thresholds for naming a workload's class (not an engine's): prompts of 4k tokens and
+# more are "long"; 64 or more requests in flight are "high concurrency".
+LONG_PROMPT_TOKENS = 4096
+HIGH_CONCURRENCY = 64
+MAX_SWEEP = 8
+Origin = Literal["defaults", "recommended", "sweep"]
+
+
+def workload_class(*, mean_isl: float, in_flight: float | None) -> WorkloadClass:
+    """Which documented recommendation applies: long prompts first, then concurrency."""
+    if mean_isl >= LONG_PROMPT_TOKENS:
+        return "long_prompts"
+    if in_flight is not None and in_flight >= HIGH_CONCURRENCY:
+        return "high_concurrency"
+    return "short_chat"
+
+
+def tunable_part(settings: Mapping[str, Any]) -> dict[str, int]:
+    """The settings a runner can apply (the TUNABLE words), checked as whole numbers >= 1."""
+    return {
+        key: require_int(settings[key], f"tuning.{key}", minimum=1)
+        for key in TUNABLE
+        if key in settings
+    }
+
+
+def check_sweep_values(values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """A person's sweep: {word: [values]} over the TUNABLE words, at most MAX_SWEEP points."""
+    unknown = sorted(set(values) - set(TUNABLE))
+    if unknown:
+        raise ValueError(f"tuning: unknown setting(s) {', '.join(unknown)}; use {TUNABLE}")
+    checked: dict[str, tuple[int, ...]] = {}
+    for key, raw in values.items():
+        if not isinstance(raw, list | tuple) or not raw:
+            raise ValueError(f"tuning.{key}: give a non-empty list of values")
+        checked[key] = tuple(sorted({require_int(v, f"tuning.{key}", minimum=1) for v in raw}))
+    points = 1
+    for options in checked.values():
+        points *= len(options)
+    if points > MAX_SWEEP:
+        raise ValueError(f"tuning: {points} settings to try; at most {MAX_SWEEP} per candidate")
+    return checked
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One setting to run for a candidate: what it sets and where the values came from."""
+
+    settings: dict[str, int]
+    origin: Origin
+    source: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"settings": dict(self.settings), "origin": self.origin, "source": self.source}
+
+
+def sweep_trials(
+    *,
+    recommended: Iterable[Mapping[str, Any]],
+    sweep: Mapping[str, Sequence[int]] | None,
+) -> list[Trial]:
+    """The engine's defaults, each applicable recommendation, then the person's grid; no
+    setting twice and at most MAX_SWEEP in all."""
+    trials = [Trial({}, "defaults")]
+    for entry in recommended:
+        settings = tunable_part(entry.get("settings") or {})
+        if settings:
+            trials.append(Trial(settings, "recommended", entry.get("source")))
+    if sweep:
+        keys = list(sweep)
+        for combination in itertools.product(*(sweep[key] for key in keys)):
+            trials.append(Trial(dict(zip(keys, combination, strict=True)), "sweep"))
+    unique: list[Trial] = []
+    for trial in trials:
+        if all(trial.settings != kept.settings for kept in unique):
+            unique.append(trial)
+    return unique[:MAX_SWEEP]
+
+
+def best_trial(scores: Sequence[tuple[float | None, float | None]]) -> int | None:
+    """Index of the best trial from (max rate meeting the SLO, goodput) pairs: the highest
+    max rate wins, goodput breaks ties; None when no trial met the SLO at any load."""
+    ranked = [
+        (rate, goodput or 0.0, -index)
+        for index, (rate, goodput) in enumerate(scores)
+        if rate is not None
+    ]
+    return -max(ranked)[2] if ranked else None

@@ -1,0 +1,48 @@
+"""Workload classes, the sweep's trials and the best trial (stackselect_domain/tuning.py)."""
+
+from __future__ import annotations
+
+import pytest
+from stackselect_domain.tuning import (
+    MAX_SWEEP,
+    best_trial,
+    check_sweep_values,
+    sweep_trials,
+    workload_class,
+)
+
+
+def test_long_prompts_come_before_concurrency_and_short_chat_is_the_rest():
+    assert workload_class(mean_isl=8000, in_flight=128) == "long_prompts"
+    assert workload_class(mean_isl=512, in_flight=128) == "high_concurrency"
+    assert workload_class(mean_isl=512, in_flight=None) == "short_chat"
+
+
+def test_a_sweep_tries_defaults_the_documented_setting_and_the_grid_once_each():
+    documented = [{"settings": {"max_num_batched_tokens": 2048}, "source": "docs"}]
+    trials = sweep_trials(recommended=documented, sweep={"max_num_batched_tokens": (2048, 8192)})
+    assert [(t.origin, t.settings) for t in trials] == [
+        ("defaults", {}),
+        ("recommended", {"max_num_batched_tokens": 2048}),
+        ("sweep", {"max_num_batched_tokens": 8192}),
+    ]
+
+
+def test_a_documented_flag_without_an_engine_neutral_word_is_not_a_trial():
+    trials = sweep_trials(recommended=[{"settings": {}, "source": "docs"}], sweep=None)
+    assert [t.origin for t in trials] == ["defaults"]
+
+
+def test_a_grid_too_large_or_with_unknown_words_is_refused():
+    with pytest.raises(ValueError, match="at most"):
+        check_sweep_values({"max_num_seqs": list(range(1, MAX_SWEEP + 2))})
+    with pytest.raises(ValueError, match="unknown setting"):
+        check_sweep_values({"cuda_graph_sizes": [8]})
+    with pytest.raises(ValueError, match=r"tuning\.max_num_seqs"):
+        check_sweep_values({"max_num_seqs": [0]})
+
+
+def test_the_highest_rate_under_the_slo_wins_and_goodput_breaks_ties():
+    assert best_trial([(2.0, 1.0), (4.0, 0.5), (None, 9.0)]) == 1
+    assert best_trial([(4.0, 1.0), (4.0, 3.0)]) == 1
+    assert best_trial([(None, 1.0), (None, 2.0)]) is None
