@@ -24,6 +24,7 @@ from apps.catalog.choices import AttentionKind
 from apps.catalog.models import Accelerator, Feature, ModelSpec
 from apps.selections import selectors
 from apps.selections.choices import OperationalNeed
+from apps.selections.slo_presets import PRESETS, preset_choices, presets_for_page
 
 # Labels for the vocabulary's words. A row-by-row "replay" length is not offered: the form
 # replays a trace by choosing the arrival process "trace".
@@ -98,7 +99,7 @@ FIELDSETS = (
     ("Arrival", ("arrival", "rate_rps", "concurrency", "burstiness", "peak_factor")),
     ("", ("trace", "speedup")),
     ("Sharing", ("prefix_share", "prefix_tokens", "multi_turn", "tool_share")),
-    ("SLO", ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
+    ("SLO", ("slo_preset", "ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
     ("Constraints", ("accelerators", "max_gpus", "required_features", "operational", "prices")),
 )
 
@@ -144,6 +145,12 @@ class GoalForm(forms.Form):
     multi_turn = forms.BooleanField(required=False)
     tool_share = forms.FloatField(initial=0.0, label="Share of tool-calling / structured requests")
     max_context = forms.IntegerField(required=False)
+    slo_preset = forms.ChoiceField(
+        choices=[("", "None: my own targets"), *preset_choices()],
+        required=False,
+        label="Start from a preset",
+        help_text="Fills the targets below from a published source; edit them afterwards.",
+    )
     ttft_ms = forms.FloatField(required=False, label="TTFT target (ms)")
     tpot_ms = forms.FloatField(required=False, label="TPOT target (ms)")
     e2e_ms = forms.FloatField(required=False, label="E2E target (ms)")
@@ -192,6 +199,12 @@ class GoalForm(forms.Form):
         architectures = Feature.objects.filter(key__startswith="arch_").values_list("key", "name")
         self.fields["custom_architecture"].choices = [("", "—"), *architectures]
         self.fields["custom_attention_kind"].choices = [("", "—"), *AttentionKind.choices]
+
+    presets = PRESETS
+
+    @staticmethod
+    def presets_for_page() -> dict[str, dict[str, Any]]:
+        return presets_for_page()
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         return [(legend, [self[name] for name in names]) for legend, names in FIELDSETS]
@@ -256,7 +269,8 @@ class GoalForm(forms.Form):
             "title": data["title"],
             "workload": workload,
             "slo": {key: data.get(key) for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
-            | {"percentile": data["percentile"], "attainment": data["attainment"]},
+            | {"percentile": data["percentile"], "attainment": data["attainment"]}
+            | ({"preset": data["slo_preset"]} if data.get("slo_preset") else {}),
             "constraints": {
                 "accelerators": data["accelerators"],
                 "max_gpus": data["max_gpus"],
@@ -302,6 +316,8 @@ class GoalForm(forms.Form):
             path = path[1:]
         if not path:
             return None
+        if path[0] == "preset":
+            return "slo_preset"
         if path[0] == "custom_model" and len(path) > 1:
             name = f"{CUSTOM_PREFIX}{path[1]}"
             return name if name in self.fields else "model"
@@ -331,6 +347,7 @@ class GoalForm(forms.Form):
             **{k: workload.get(k) for k in ("tool_share", "max_context")},
             **{k: slo.get(k) for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile")},
             "attainment": slo.get("attainment"),
+            "slo_preset": slo.get("preset", ""),
             "accelerators": constraints.get("accelerators", []),
             "max_gpus": constraints.get("max_gpus", 8),
             "operational": constraints.get("operational", []),
