@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db.models import Count, QuerySet, TextField
 from django.db.models.functions import Cast
+from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
@@ -196,3 +197,13 @@ def stage_labels(*, selections: Iterable[Selection]) -> dict[int, str]:
     for _, answer in stages_wanted.send(sender=Selection, selections=selections):
         labels |= answer or {}
     return labels
+
+
+def goal_words(*, selection: Selection) -> dict[str, Any]:
+    """The parts of the goal summary that need more than a template: the precisions (one word
+    or a list of them) and the SLO in the record's words, with its defaults filled in."""
+    precision = selection.workload.get("precision") or []
+    return {
+        "precisions": [precision] if isinstance(precision, str) else list(precision),
+        "slo": SLO.from_dict(selection.slo).describe(),
+    }

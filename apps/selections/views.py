@@ -111,6 +111,7 @@ def selection_detail(request: HttpRequest, selection_id: int) -> HttpResponse:
         "selection": selection,
         "stage": selectors.stage_labels(selections=[selection])[selection.pk],
         "slo_origin": preset_origin(selection.slo),
+        "goal_words": selectors.goal_words(selection=selection),
         "trace": latest,
         "figures": figures,
         "upload_form": TraceUploadForm(),
