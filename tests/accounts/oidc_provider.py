@@ -20,7 +20,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
+import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from config.env import parse_team_map
 
 CLIENT_ID = "stackselect-test"
 CLIENT_SECRET = "stand-in-client-secret"
@@ -96,6 +99,27 @@ class StandInProvider:
         access_token = secrets.token_urlsafe(16)
         self.access[access_token] = claims
         return {"access_token": access_token, "token_type": "Bearer", "id_token": id_token}
+
+
+def configure_sso(settings: Any, provider: StandInProvider) -> StandInProvider:
+    """The settings an operator writes from the provider's discovery document; group
+    ml-approvers makes a person an approver in Acme."""
+    found = requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=5).json()
+    settings.OIDC_ENABLED = True
+    settings.OIDC_OP_ISSUER = found["issuer"]
+    settings.OIDC_OP_AUTHORIZATION_ENDPOINT = found["authorization_endpoint"]
+    settings.OIDC_OP_TOKEN_ENDPOINT = found["token_endpoint"]
+    settings.OIDC_OP_USER_ENDPOINT = found["userinfo_endpoint"]
+    settings.OIDC_OP_JWKS_ENDPOINT = found["jwks_uri"]
+    settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+    settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
+    settings.OIDC_TEAM_CLAIM = "groups"
+    settings.OIDC_TEAM_MAP = parse_team_map("OIDC_TEAM_MAP", "ml-approvers=acme:approver")
+    settings.AUTHENTICATION_BACKENDS = [
+        *settings.AUTHENTICATION_BACKENDS,
+        "apps.accounts.sso.SsoBackend",
+    ]
+    return provider
 
 
 def _handler(provider: StandInProvider) -> type[BaseHTTPRequestHandler]:

@@ -17,7 +17,7 @@ from apps.accounts.models import Membership, SsoIdentity
 from apps.accounts.services import invitation_create
 from apps.audit.models import AuditEvent
 from config.env import parse_team_map
-from tests.accounts.oidc_provider import CLIENT_ID, CLIENT_SECRET, StandInProvider
+from tests.accounts.oidc_provider import StandInProvider, configure_sso
 
 pytestmark = pytest.mark.django_db
 
@@ -30,23 +30,7 @@ def provider():
 
 @pytest.fixture
 def sso(settings, provider) -> StandInProvider:
-    """The settings an operator writes from the provider's discovery document."""
-    found = requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=5).json()
-    settings.OIDC_ENABLED = True
-    settings.OIDC_OP_ISSUER = found["issuer"]
-    settings.OIDC_OP_AUTHORIZATION_ENDPOINT = found["authorization_endpoint"]
-    settings.OIDC_OP_TOKEN_ENDPOINT = found["token_endpoint"]
-    settings.OIDC_OP_USER_ENDPOINT = found["userinfo_endpoint"]
-    settings.OIDC_OP_JWKS_ENDPOINT = found["jwks_uri"]
-    settings.OIDC_RP_CLIENT_ID = CLIENT_ID
-    settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
-    settings.OIDC_TEAM_CLAIM = "groups"
-    settings.OIDC_TEAM_MAP = parse_team_map("OIDC_TEAM_MAP", "ml-approvers=acme:approver")
-    settings.AUTHENTICATION_BACKENDS = [
-        *settings.AUTHENTICATION_BACKENDS,
-        "apps.accounts.sso.SsoBackend",
-    ]
-    return provider
+    return configure_sso(settings, provider)
 
 
 def sign_in(client: Client):

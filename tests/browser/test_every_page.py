@@ -7,13 +7,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, Page
 
 from apps.accounts.services import invitation_create
 from tests.browser.accessibility import blocking_violations, with_axe
 from tests.browser.conftest import ARTIFACTS, log_in
 from tests.browser.pages import crawl
-from tests.decisions.factories import make_approver
+from tests.conftest import PASSWORD
+from tests.decisions.factories import draft, make_approver
 from tests.security.alice_world import build_alice_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -62,16 +64,28 @@ def test_every_page_has_no_serious_accessibility_finding(
     for path in ("/", "/accounts/login/", f"/accounts/invitations/{link}/", "/no-such-page/"):
         signed_out.visit(page, path)
 
+    get_user_model().objects.create_user("newcomer", password=PASSWORD)
+    log_in(page, "newcomer")  # in no team yet: the home page says to wait for an admin
+    waiting = Checker("waiting-")
+    waiting.visit(page, "/")
+    page.click("button:has-text('Log out')")
+
     log_in(page, "alice")
     signed_in = Checker("")
     visited = crawl(page, live_server.url, on_page=signed_in)
     selection = world.objects["selection"]
     ids = "&".join(f"ids={c.pk}" for c in selection.candidates.order_by("rank")[:2])
-    for path in (f"/selections/{selection.pk}/compare/?{ids}", "/api/schema/swagger/"):
+    editing = draft(alice, acme, selection)
+    extra = (
+        f"/selections/{selection.pk}/compare/?{ids}",
+        f"/decisions/{editing.pk}/edit/",
+        "/api/schema/swagger/",
+    )
+    for path in extra:
         signed_in.visit(page, path)
     context.close()
 
     assert len(visited) >= 25, visited
-    findings = signed_out.findings | signed_in.findings
+    findings = signed_out.findings | waiting.findings | signed_in.findings
     report = "\n".join(f"{path}\n  " + "\n  ".join(lines) for path, lines in findings.items())
     assert not findings, report
