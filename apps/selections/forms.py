@@ -116,7 +116,9 @@ class GoalForm(forms.Form):
         choices=[(p, p) for p in PRECISION_WORDS], initial=DEFAULT_PRECISION
     )
     kv_dtype = forms.ChoiceField(
-        choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES], required=False
+        choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES],
+        required=False,
+        label="KV cache precision",
     )
     isl_kind = forms.ChoiceField(choices=LENGTH_CHOICES, initial="fixed", label="Input length")
     isl_tokens = forms.FloatField(required=False, label="Input tokens (value, mean or median)")
@@ -142,7 +144,7 @@ class GoalForm(forms.Form):
     )
     prefix_share = forms.FloatField(initial=0.0, label="Share of requests with a shared prefix")
     prefix_tokens = forms.IntegerField(initial=0, label="Shared prefix tokens")
-    multi_turn = forms.BooleanField(required=False)
+    multi_turn = forms.BooleanField(required=False, label="Multi-turn conversations")
     tool_share = forms.FloatField(initial=0.0, label="Share of tool-calling / structured requests")
     max_context = forms.IntegerField(required=False)
     slo_preset = forms.ChoiceField(
