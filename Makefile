@@ -49,6 +49,10 @@ demo: install
 browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+	@command -v npm >/dev/null 2>&1 || { echo "installing Debian's npm for the accessibility check"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm; }
+	@test -f tests/browser/node_modules/axe-core/axe.min.js || \
+		npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund
 
 lint: install-dev
 	$(BIN)/ruff check .

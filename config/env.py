@@ -77,3 +77,20 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if normalised not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
     return normalised
+
+
+def parse_team_map(name: str, value: str | None) -> dict[str, tuple[str, str]]:
+    """`group=team-slug:role,...` as {group: (team slug, role)}; a malformed entry or an unknown
+    role stops start-up naming the variable."""
+    from apps.accounts.choices import ROLE_ORDER as roles
+
+    mapping: dict[str, tuple[str, str]] = {}
+    for entry in filter(None, (part.strip() for part in (value or "").split(","))):
+        group, _, target = entry.partition("=")
+        team, _, role = target.partition(":")
+        if not (group.strip() and team.strip() and role.strip() in roles):
+            raise ImproperlyConfigured(
+                f"{name}: {entry!r} is not group=team-slug:role with a role of {', '.join(roles)}"
+            )
+        mapping[group.strip()] = (team.strip(), role.strip())
+    return mapping

@@ -14,7 +14,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_int, env_list, env_str, parse_team_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("STACKSELECT_VAR_DIR", str(BASE_DIR / "var")))
@@ -128,6 +128,30 @@ AUTHENTICATION_BACKENDS = [
     "apps.core.login_throttle.LoginThrottleBackend",  # first: refuses a locked-out login
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Optional single sign-on with OpenID Connect (mozilla-django-oidc; apps/accounts/sso.py): the
+# authorization code flow with PKCE, the ID token checked against the provider's JWKS, issuer
+# and audience. Off unless OIDC_ENABLED; then every endpoint and the client are required.
+OIDC_ENABLED = env_bool("OIDC_ENABLED", False)
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER", "", required=OIDC_ENABLED)
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str(
+    "OIDC_OP_AUTHORIZATION_ENDPOINT", "", required=OIDC_ENABLED
+)
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT", "", required=OIDC_ENABLED)
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT", "", required=OIDC_ENABLED)
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT", "", required=OIDC_ENABLED)
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID", "", required=OIDC_ENABLED)
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET", "", required=OIDC_ENABLED)
+OIDC_RP_SIGN_ALGO = env_choice("OIDC_RP_SIGN_ALGO", "RS256", ("RS256", "RS384", "RS512", "ES256"))
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_TEAM_CLAIM = env_str("OIDC_TEAM_CLAIM", "")
+OIDC_TEAM_MAP = parse_team_map("OIDC_TEAM_MAP", env_str("OIDC_TEAM_MAP", ""))
+OIDC_LOGIN_LABEL = env_str("OIDC_LOGIN_LABEL", "Sign in with single sign-on")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_S", 10, minimum=1)
+OIDC_AUTHENTICATION_CALLBACK_URL = "accounts:sso-callback"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS.append("apps.accounts.sso.SsoBackend")
 # Login throttling (django-axes): failed passwords count per account and per address; at the
 # limit both are locked out for LOGIN_LOCKOUT_MINUTES (a success resets the account's count).
 AXES_ENABLED = env_bool("LOGIN_THROTTLE_ENABLED", True)

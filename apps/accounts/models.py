@@ -112,3 +112,24 @@ class Invitation(models.Model):
         if self.expires_at <= now:
             return f"This invitation expired on {self.expires_at:%Y-%m-%d %H:%M} UTC."
         return None
+
+
+class SsoIdentity(models.Model):
+    """The account an OpenID Connect provider's subject signs in as. Accounts are found by
+    (issuer, subject), never by a claimed e-mail address, so a provider cannot take over an
+    account made here."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="one_account_per_subject")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -3,6 +3,7 @@ event."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.accounts.choices import Role
-from apps.accounts.models import ApiToken, Invitation, Membership, Team
+from apps.accounts.models import ApiToken, Invitation, Membership, SsoIdentity, Team
 from apps.accounts.secrets import issue_secret
 from apps.accounts.selectors import API_TOKEN_KIND, INVITATION_KIND, invitation_for_link
 from apps.audit.services import Actor, audit_record
@@ -309,3 +310,49 @@ def _take_up(invitation: Invitation, user: Any) -> Membership:
         after=snapshot(invitation, exclude=["digest"]),
     )
     return membership
+
+
+@transaction.atomic
+def sso_sign_in(
+    *, issuer: str, subject: str, claims: dict[str, Any], team_roles: dict[str, str]
+) -> Any:
+    """The account of an OpenID Connect subject, made on its first sign-in, and the
+    memberships the provider's claim maps it to ({team slug: role}; a team that does not exist
+    here is skipped). A mapping adds or changes a role, never removes a membership: removing
+    stays with the team admins. With no mapping the account waits for an admin's invitation.
+    """
+    identity = (
+        SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    )
+    user = identity.user if identity else _sso_account(issuer, subject, claims)
+    teams = {team.slug: team for team in Team.objects.filter(slug__in=list(team_roles))}
+    for slug, role in sorted(team_roles.items()):
+        team = teams.get(slug)
+        current = Membership.objects.filter(team=team, user=user).first() if team else None
+        if team is not None and (current is None or current.role != role):
+            _membership_write(actor=Actor.system("sso"), team=team, user=user, role=role)
+    return user
+
+
+def _sso_account(issuer: str, subject: str, claims: dict[str, Any]) -> Any:
+    """A new account with no password (it signs in through the provider only), named after
+    the provider's preferred username or e-mail, with a number when the name is taken."""
+    users = get_user_model().objects
+    wanted = str(claims.get("preferred_username") or claims.get("email") or subject)
+    base = re.sub(r"[^\w.@+-]", "-", wanted)[:140] or "sso-user"
+    username, number = base, 1
+    while users.filter(username__iexact=username).exists():
+        number += 1
+        username = f"{base}-{number}"
+    user = users.create_user(username, email=str(claims.get("email") or ""))
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    audit_record(
+        actor=Actor.for_user(user),
+        action="user.create",
+        obj=user,
+        after={"username": username, "email": user.email, "issuer": issuer, "subject": subject},
+        message="first sign-in with single sign-on",
+    )
+    return user

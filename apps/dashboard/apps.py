@@ -5,3 +5,8 @@ class DashboardConfig(AppConfig):
     name = "apps.dashboard"
     label = "dashboard"
     verbose_name = "Dashboard"
+
+    def ready(self) -> None:
+        from apps.dashboard import receivers
+
+        receivers.connect()

@@ -62,11 +62,9 @@ def _counts(queryset: QuerySet, ids: list[int], **where: Any) -> dict[int, int]:
     return {row["selection_id"]: row["n"] for row in rows}
 
 
-def _selection_rows(team: Any) -> tuple[list[SelectionRow], int]:
-    live = selections_of(team=team).exclude(state=SelectionState.ARCHIVED)
-    total = live.count()
-    shown = list(live.order_by("-updated_at", "-pk")[:SELECTIONS_SHOWN])
-    ids = [selection.pk for selection in shown]
+def selection_facts(*, team: Any, selections: list[Selection]) -> dict[int, SelectionFacts]:
+    """{selection id: what the layers above know of it}, in one grouped query per table."""
+    ids = [selection.pk for selection in selections]
     kept = _counts(Candidate.objects, ids, outcome=CandidateOutcome.KEPT)
     running = _counts(BenchmarkPlan.objects, ids, state=PlanState.RUNNING)
     finished = _counts(BenchmarkPlan.objects, ids, state__in=PLAN_TERMINAL)
@@ -81,10 +79,8 @@ def _selection_rows(team: Any) -> tuple[list[SelectionRow], int]:
         .values("record__selection_id")
         .annotate(n=Count("id"))
     }
-    rows = []
-    for selection in shown:
-        key = selection.pk
-        facts = SelectionFacts(
+    return {
+        key: SelectionFacts(
             has_candidates=kept.get(key, 0) > 0,
             running_plans=running.get(key, 0),
             finished_plans=finished.get(key, 0),
@@ -93,7 +89,19 @@ def _selection_rows(team: Any) -> tuple[list[SelectionRow], int]:
             accepted_records=accepted.get(key, 0),
             due_triggers=due.get(key, 0),
         )
-        rows.append(SelectionRow(selection, stage_of(facts), facts.running_plans))
+        for key in ids
+    }
+
+
+def _selection_rows(team: Any) -> tuple[list[SelectionRow], int]:
+    live = selections_of(team=team).exclude(state=SelectionState.ARCHIVED)
+    total = live.count()
+    shown = list(live.order_by("-updated_at", "-pk")[:SELECTIONS_SHOWN])
+    facts = selection_facts(team=team, selections=shown)
+    rows = [
+        SelectionRow(selection, stage_of(facts[selection.pk]), facts[selection.pk].running_plans)
+        for selection in shown
+    ]
     return rows, max(total - SELECTIONS_SHOWN, 0)
 
 

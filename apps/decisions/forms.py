@@ -13,7 +13,8 @@ from apps.selections.selectors import selections_of
 
 
 class NewRecordForm(forms.Form):
-    selection = forms.ModelChoiceField(queryset=None, empty_label=None)
+    # No selection is pre-chosen: a record for the newest one by default is easy to misfile.
+    selection = forms.ModelChoiceField(queryset=None, empty_label="Choose a selection")
     title = forms.CharField(max_length=200)
 
     def __init__(self, *args: Any, team: Any, **kwargs: Any) -> None:

@@ -25,6 +25,7 @@ from apps.catalog.choices import AttentionKind
 from apps.catalog.models import Accelerator, Feature, ModelSpec
 from apps.selections import selectors
 from apps.selections.choices import OperationalNeed
+from apps.selections.slo_presets import PRESETS, preset_choices, presets_for_page
 
 # Labels for the vocabulary's words. A row-by-row "replay" length is not offered: the form
 # replays a trace by choosing the arrival process "trace".
@@ -99,7 +100,7 @@ FIELDSETS = (
     ("Arrival", ("arrival", "rate_rps", "concurrency", "burstiness", "peak_factor")),
     ("", ("trace", "speedup")),
     ("Sharing", ("prefix_share", "prefix_tokens", "multi_turn", "tool_share")),
-    ("SLO", ("ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
+    ("SLO", ("slo_preset", "ttft_ms", "tpot_ms", "e2e_ms", "percentile", "attainment")),
     (
         "Constraints",
         (
@@ -126,7 +127,9 @@ class GoalForm(forms.Form):
         choices=[(p, p) for p in PRECISION_WORDS], initial=DEFAULT_PRECISION
     )
     kv_dtype = forms.ChoiceField(
-        choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES], required=False
+        choices=[("", "16-bit (engine default)")] + [(k, k) for k in KV_DTYPES],
+        required=False,
+        label="KV cache precision",
     )
     isl_kind = forms.ChoiceField(choices=LENGTH_CHOICES, initial="fixed", label="Input length")
     isl_tokens = forms.FloatField(required=False, label="Input tokens (value, mean or median)")
@@ -152,9 +155,15 @@ class GoalForm(forms.Form):
     )
     prefix_share = forms.FloatField(initial=0.0, label="Share of requests with a shared prefix")
     prefix_tokens = forms.IntegerField(initial=0, label="Shared prefix tokens")
-    multi_turn = forms.BooleanField(required=False)
+    multi_turn = forms.BooleanField(required=False, label="Multi-turn conversations")
     tool_share = forms.FloatField(initial=0.0, label="Share of tool-calling / structured requests")
     max_context = forms.IntegerField(required=False)
+    slo_preset = forms.ChoiceField(
+        choices=[("", "None: my own targets"), *preset_choices()],
+        required=False,
+        label="Start from a preset",
+        help_text="Fills the targets below from a published source; edit them afterwards.",
+    )
     ttft_ms = forms.FloatField(required=False, label="TTFT target (ms)")
     tpot_ms = forms.FloatField(required=False, label="TPOT target (ms)")
     e2e_ms = forms.FloatField(required=False, label="E2E target (ms)")
@@ -210,6 +219,12 @@ class GoalForm(forms.Form):
         architectures = Feature.objects.filter(key__startswith="arch_").values_list("key", "name")
         self.fields["custom_architecture"].choices = [("", "—"), *architectures]
         self.fields["custom_attention_kind"].choices = [("", "—"), *AttentionKind.choices]
+
+    presets = PRESETS
+
+    @staticmethod
+    def presets_for_page() -> dict[str, dict[str, Any]]:
+        return presets_for_page()
 
     def fieldsets(self) -> list[tuple[str, list[forms.BoundField]]]:
         return [(legend, [self[name] for name in names]) for legend, names in FIELDSETS]
@@ -274,7 +289,8 @@ class GoalForm(forms.Form):
             "title": data["title"],
             "workload": workload,
             "slo": {key: data.get(key) for key in ("ttft_ms", "tpot_ms", "e2e_ms")}
-            | {"percentile": data["percentile"], "attainment": data["attainment"]},
+            | {"percentile": data["percentile"], "attainment": data["attainment"]}
+            | ({"preset": data["slo_preset"]} if data.get("slo_preset") else {}),
             "constraints": {
                 "accelerators": data["accelerators"],
                 "max_gpus": data["max_gpus"],
@@ -323,6 +339,8 @@ class GoalForm(forms.Form):
             path = path[1:]
         if not path:
             return None
+        if path[0] == "preset":
+            return "slo_preset"
         if path[0] == "custom_model" and len(path) > 1:
             name = f"{CUSTOM_PREFIX}{path[1]}"
             return name if name in self.fields else "model"
@@ -352,6 +370,7 @@ class GoalForm(forms.Form):
             **{k: workload.get(k) for k in ("tool_share", "max_context")},
             **{k: slo.get(k) for k in ("ttft_ms", "tpot_ms", "e2e_ms", "percentile")},
             "attainment": slo.get("attainment"),
+            "slo_preset": slo.get("preset", ""),
             "accelerators": constraints.get("accelerators", []),
             "max_gpus": constraints.get("max_gpus", 8),
             "quality_tolerance": constraints.get("quality_tolerance", DEFAULT_QUALITY_TOLERANCE),

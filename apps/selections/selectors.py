@@ -8,11 +8,12 @@ from typing import Any
 
 from django.db.models import Count, QuerySet, TextField
 from django.db.models.functions import Cast
+from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
-from apps.selections.signals import measurements_wanted
+from apps.selections.signals import measurements_wanted, stages_wanted
 
 GROUP_EXAMPLES = 3
 # Filters on the candidate list, by query parameter -> key of Candidate.stack.
@@ -186,3 +187,23 @@ def measured_for(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str,
         for candidate_id, measured in (answer or {}).items():
             rows.setdefault(candidate_id, []).extend(measured)
     return rows
+
+
+def stage_labels(*, selections: Iterable[Selection]) -> dict[int, str]:
+    """{selection id: where it stands}, as the apps above answer `stages_wanted`; a selection
+    no receiver answers for stands at its own state."""
+    selections = list(selections)
+    labels = {selection.pk: selection.get_state_display() for selection in selections}
+    for _, answer in stages_wanted.send(sender=Selection, selections=selections):
+        labels |= answer or {}
+    return labels
+
+
+def goal_words(*, selection: Selection) -> dict[str, Any]:
+    """The parts of the goal summary that need more than a template: the precisions (one word
+    or a list of them) and the SLO in the record's words, with its defaults filled in."""
+    precision = selection.workload.get("precision") or []
+    return {
+        "precisions": [precision] if isinstance(precision, str) else list(precision),
+        "slo": SLO.from_dict(selection.slo).describe(),
+    }

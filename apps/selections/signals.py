@@ -5,9 +5,14 @@
 - `measurements_wanted(candidates=...)`: asked while a candidate page renders; a receiver (the
   evidence app) answers {candidate id: [predicted-versus-measured rows]} for the candidates
   it has measured results of. With no receiver the page simply shows no measurements.
+- `stages_wanted(selections=...)`: asked while a selection page or the list renders; a receiver
+  (the dashboard) answers {selection id: stage label} from the plans, evidence and decisions
+  above this app, so a selection's stage follows its decision. With no receiver the pages show
+  the selection's own state.
 """
 
 from django.dispatch import Signal
 
 trace_uploaded = Signal()
 measurements_wanted = Signal()
+stages_wanted = Signal()

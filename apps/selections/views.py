@@ -23,6 +23,7 @@ from apps.selections.forms import (
     posted_ids,
 )
 from apps.selections.models import Selection
+from apps.selections.slo_presets import preset_origin
 
 PAGE_SIZE = 25
 CANDIDATE_PAGE_SIZE = 50
@@ -40,7 +41,13 @@ def selection_list(request: HttpRequest) -> HttpResponse:
     archived = request.GET.get("archived") == "1"
     selections = selectors.listed_selections(team=request.team, archived=archived)
     page = Paginator(selections, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "archived": archived, "query": "archived=1" if archived else ""}
+    stages = selectors.stage_labels(selections=page.object_list)
+    context = {
+        "page": page,
+        "rows": [(selection, stages[selection.pk]) for selection in page.object_list],
+        "archived": archived,
+        "query": "archived=1" if archived else "",
+    }
     return render(request, "selections/selection_list.html", context)
 
 
@@ -102,6 +109,9 @@ def selection_detail(request: HttpRequest, selection_id: int) -> HttpResponse:
         }
     context = {
         "selection": selection,
+        "stage": selectors.stage_labels(selections=[selection])[selection.pk],
+        "slo_origin": preset_origin(selection.slo),
+        "goal_words": selectors.goal_words(selection=selection),
         "trace": latest,
         "figures": figures,
         "upload_form": TraceUploadForm(),

@@ -90,6 +90,9 @@ def _walk(alice, bob, charlie, acme) -> None:
     accounts.invitation_sign_up(plaintext=signup, username="fay", password="x-long-password-123")
     token, _ = accounts.api_token_create(actor=actor, user=alice, team=acme, name="ci")
     accounts.api_token_revoke(actor_user=alice, token_id=token.pk)
+    accounts.sso_sign_in(
+        issuer="https://idp.example", subject="s-1", claims={}, team_roles={"acme": "viewer"}
+    )
 
     rows = decision_catalog()
     curator = Actor.for_user(alice)

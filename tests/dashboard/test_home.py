@@ -89,3 +89,17 @@ def test_the_home_page_costs_the_same_queries_for_one_or_many_selections(alice, 
     with CaptureQueriesContext(connection) as four:
         client.get("/")
     assert len(four) == len(one)
+
+
+def test_the_selection_page_and_list_follow_the_decision_too(alice, bob, acme):
+    rows = decision_catalog()
+    decided = two_candidate_selection(acme, alice, rows)
+    accepted(alice, make_approver(bob, acme), acme, decided)
+    client = logged_in(alice)
+
+    detail = client.get(f"/selections/{decided.pk}/").content.decode()
+    listing = client.get("/selections/").content.decode()
+
+    assert '<span class="badge" id="selection-stage">Decision accepted</span>' in detail
+    assert '<td class="selection-stage">Decision accepted</td>' in listing
+    assert "Benchmark planned" not in detail + listing

@@ -24,6 +24,7 @@ from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
 from apps.selections.choices import ComputeState, OperationalNeed
 from apps.selections.models import Selection
+from apps.selections.slo_presets import preset_choices
 
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
@@ -262,11 +263,19 @@ class SloSerializer(serializers.Serializer):
     e2e_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
     percentile = serializers.FloatField(min_value=1, max_value=100, default=99.0)
     attainment = serializers.FloatField(min_value=0.01, max_value=1, default=0.99)
+    preset = serializers.ChoiceField(
+        choices=preset_choices(),
+        required=False,
+        allow_blank=True,
+        help_text="The published SLO preset the targets started from (they may be edited since).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if all(attrs.get(name) is None for name in ("ttft_ms", "tpot_ms", "e2e_ms")):
             message = "Set at least one of ttft_ms, tpot_ms and e2e_ms."
             raise serializers.ValidationError({"ttft_ms": message})
+        if not attrs.get("preset"):
+            attrs.pop("preset", None)
         return attrs
 
 

@@ -1,0 +1,44 @@
+"""A nested document (a plan's identity, a job's stack, a runner's probe) as table rows, so
+pages show it as a table of named values rather than as a Python dict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _rows(value: Any, key: str) -> list[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        if not value:
+            return [(key, "—")] if key else []
+        rows: list[tuple[str, str]] = []
+        for name, inner in value.items():
+            rows += _rows(inner, f"{key}.{name}" if key else str(name))
+        return rows
+    if isinstance(value, list | tuple):
+        if all(not isinstance(item, Mapping | list | tuple) for item in value):
+            return [(key, ", ".join(_text(item) for item in value) or "—")]
+        rows = []
+        for index, item in enumerate(value, start=1):
+            rows += _rows(item, f"{key}[{index}]")
+        return rows
+    return [(key, _text(value))]
+
+
+@register.filter
+def fact_rows(document: Any) -> list[tuple[str, str]]:
+    """(dotted name, value) per leaf: {"engine": {"name": "vllm"}} gives ("engine.name",
+    "vllm"); a list of plain values is one row, a list of objects numbers its items."""
+    return _rows(document, "")
