@@ -191,14 +191,23 @@ def _apply_route(job: BenchmarkJob, state: str, reason: str) -> None:
         job.state, job.state_reason = state, reason
 
 
-def job_route(job: BenchmarkJob) -> None:
-    """Set a pending job's state and reason from the fleet; a job that moved on is left alone."""
-    state, reason = routing_verdict(job)
-    _apply_route(job, state, _retry_notes([job.pk]).get(job.pk, "") + reason)
+def job_route(
+    job: BenchmarkJob, *, fleet: Fleet | None = None, retry_note: str | None = None
+) -> None:
+    """Set a pending job's state and reason from the fleet; a job that moved on is left alone.
+
+    `fleet` (read once for many jobs) and `retry_note` (known: a first attempt has none) save
+    the queries that would read them again for this job.
+    """
+    state, reason = routing_verdict(job, fleet=fleet)
+    if retry_note is None:
+        retry_note = _retry_notes([job.pk]).get(job.pk, "")
+    _apply_route(job, state, retry_note + reason)
 
 
-def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
-    """Create attempt `number` and send it to the job's pool queue once the transaction commits."""
+def attempt_dispatch(job: BenchmarkJob, *, number: int, fleet: Fleet | None = None) -> JobAttempt:
+    """Create attempt `number` and send it to the job's pool queue once the transaction commits
+    (`fleet`: what routing reads, read once for the jobs of a plan)."""
     attempt = JobAttempt.objects.create(
         job=job, number=number, queue=pool_queue(job_needs(job), team_id=job.team_id)
     )
@@ -209,7 +218,7 @@ def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
         team=job.team,
         after={"job_id": job.pk, "number": number, "queue": attempt.queue},
     )
-    job_route(job)
+    job_route(job, fleet=fleet, retry_note="" if number == 1 else None)
     _publish_on_commit(attempt)
     return attempt
 
