@@ -4,7 +4,8 @@ Starts gunicorn on a private PostgreSQL cluster (bench/faults/stack.py), or on a
 database created on the server of `--database-url` (and dropped afterwards), loads the curated
 catalog, computes the candidates of one selection (Llama 3.1 8B, BF16, up to 8 GPUs), then sends
 `--clients` concurrent clients at GET /api/v1/selections/{id}/candidates/ (token auth, first
-page) and, the same way, at /healthz. Each client sends `--requests` requests, one after the
+page), at the candidate list and plan pages (a logged-in session) and, the same way, at
+/healthz. Each client sends `--requests` requests, one after the
 other. It prints p50/p99 of both and their ratio: what the candidate list costs over a request
 that does nothing.
 
@@ -57,8 +58,23 @@ def throwaway_database(server_url: str) -> Iterator[str]:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def selection_with_candidates() -> tuple[int, str, int]:
-    """A team, an API token and a computed selection; returns (selection id, token, kept)."""
+def session_cookie(user) -> str:
+    """A logged-in browser session of `user`, made as a login would, as a Cookie header."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
+def selection_with_candidates() -> tuple[int, str, int, str]:
+    """A team, an API token, a browser session and a computed selection; returns (selection
+    id, token, kept, session cookie)."""
     from django.contrib.auth import get_user_model
 
     from apps.accounts.choices import Role
@@ -83,7 +99,8 @@ def selection_with_candidates() -> tuple[int, str, int]:
     )
     selection = candidates_compute(actor_user=user, selection=selection)
     _, token = api_token_create(actor=Actor.system("bench"), user=user, team=team, name="bench")
-    return selection.pk, token, selection.candidates.filter(outcome="kept").count()
+    kept = selection.candidates.filter(outcome="kept").count()
+    return selection.pk, token, kept, session_cookie(user)
 
 
 def timed_get(url: str, headers: dict[str, str]) -> float:
@@ -120,22 +137,33 @@ def main() -> None:
         private_stack(web_workers=args.workers, database_url=url) as stack,
     ):
         stack.manage("load_curated")
+        stack.manage("collectstatic", "--noinput", "-v", "0")  # the pages' manifest storage
         stack.use_django()
-        selection_id, token, kept = selection_with_candidates()
+        selection_id, token, kept, cookie = selection_with_candidates()
         candidates = f"{stack.url}/api/v1/selections/{selection_id}/candidates/"
         auth = {"Authorization": f"Token {token}"}
-        timed_get(candidates, auth)  # warm both workers' caches once before measuring
+        browser = {"Cookie": cookie}
+        pages = {
+            "candidates": (candidates, auth),
+            "candidate page": (f"{stack.url}/selections/{selection_id}/candidates/", browser),
+            "plan page": (f"{stack.url}/selections/{selection_id}/plan/", browser),
+            "healthz": (f"{stack.url}/healthz", {}),
+        }
+        for url, headers in pages.values():
+            timed_get(url, headers)  # warm the workers' caches once before measuring
         figures = {
-            "candidates": latencies(candidates, auth, args.clients, args.requests),
-            "healthz": latencies(f"{stack.url}/healthz", {}, args.clients, args.requests),
+            name: latencies(url, headers, args.clients, args.requests)
+            for name, (url, headers) in pages.items()
         }
     print(f"{args.clients} clients x {args.requests} requests, gunicorn {args.workers} worker(s)")
     print(f"selection: {kept} kept candidates of {MODEL} (first page of 100 kept + 100 dropped)")
     p99 = {}
     for name, seconds in figures.items():
         p50, p99[name] = np.percentile(seconds * 1e3, [50, 99])
-        print(f"{name:<12} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
+        print(f"{name:<15} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
     print(f"p99 ratio candidates / healthz: {p99['candidates'] / p99['healthz']:.1f}x")
+    for name in ("candidate page", "plan page"):
+        print(f"p99 ratio {name} / healthz: {p99[name] / p99['healthz']:.1f}x")
 
 
 if __name__ == "__main__":

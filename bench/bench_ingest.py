@@ -1,58 +1,62 @@
-"""Ingest speed: runner result chunks through `ingest_upload` against a raw PostgreSQL COPY.
+"""Ingest speed over the runner's upload path, against a raw PostgreSQL COPY of the same rows.
 
-Both sides store the same rows in the same run, into the same `evidence_sample` table of a
-throw-away database. The ingest side calls the service directly (not over HTTP: a million
-samples are a thousand gzip chunks of the runner protocol, and the web layer would only add the
-request parsing the lead's upload service already measures); each chunk is one transaction
-that decodes the stored gzip body, validates it (schema.parse_upload), copies the samples and,
-after the last chunk, summarises the load point from every stored sample. The raw side sends
-the identical rows, already rendered as COPY text, in one COPY. Needs PostgreSQL
-(DATABASE_URL); the database `<name>_bench_ingest` is created and dropped.
+Starts the whole stack privately (bench/faults/stack.py: a PostgreSQL cluster, Redis and the
+migrated app under gunicorn), enrolls a runner, and gives it claimed attempts of a fixed plan
+(`--load-points` load points of `--requests` requests each, the protocol's limits; as many jobs
+as `--samples` needs). Then it POSTs every result chunk the way the runner does (gzip JSON of
+`--chunk` records, `Authorization: Runner ...`, an Idempotency-Key), one after the other: the
+server unzips, validates, COPYs the samples and summarises each load point at its last chunk.
+The raw side sends the identical rows, already rendered as COPY text, in one COPY into the same
+`evidence_sample` table. The bodies are built before either clock starts.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/stackselect SECRET_KEY=bench \
-        .venv/bin/python bench/bench_ingest.py --samples 1000000
+For each upload the gunicorn workers' peak resident memory is reset (/proc/PID/clear_refs) and
+read back (VmHWM), so the peak a worker reached while handling it is printed, above its resident
+size before.
+
+    .venv/bin/python bench/bench_ingest.py --samples 1000000
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
+import http.client
 import io
 import json
-import os
 import sys
-from collections.abc import Iterator
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
 
-import django
-
-django.setup()
-
-from django.db import connection, transaction  # noqa: E402
-
-from apps.accounts.models import Team  # noqa: E402
-from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt, ResultUpload  # noqa: E402
-from apps.benchmarks.plan_identity import PlanOptions, build_identity, identity_fingerprint  # noqa: E402
-from apps.evidence.ingest import ingest_upload  # noqa: E402
-from apps.evidence.models import EvidenceRun, LoadPointResult  # noqa: E402
-from apps.evidence.sample_store import copy_statement  # noqa: E402
-from apps.selections.models import Selection  # noqa: E402
+from stack import PrivateStack, private_stack
 
 WORKLOAD = {
     "isl": {"kind": "fixed", "value": 512},
     "osl": {"kind": "fixed", "value": 4},
     "arrival": {"process": "poisson", "rate_rps": 1000.0},
 }
-LOAD_POINT = {"index": 0, "rate_rps": 1000.0}
 GAPS = 3
+PROBE = {
+    "gpus": [],
+    "gpu_count": 1,
+    "simulated": True,
+    "simulated_accelerator": "h100-sxm",
+    "engines": {"simulated": "0.1.0"},
+    "hostname": "bench",
+}
+
+
+@dataclass(frozen=True)
+class Upload:
+    attempt_id: int
+    key: str
+    body: bytes
 
 
 def chunk_records(start: int, count: int, rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -75,13 +79,14 @@ def chunk_records(start: int, count: int, rng: np.random.Generator) -> list[dict
     ]
 
 
-def copy_line(result_id: int, record: dict[str, Any]) -> str:
-    """The row of `record` in COPY text format, the columns of sample_store.SAMPLE_COLUMNS."""
+def copy_line(result_id: int, index: int, record: dict[str, Any]) -> str:
+    """The row of `record` in COPY text format, the columns of sample_store.SAMPLE_COLUMNS
+    (numbered `index`: the raw side keeps every load point's rows under one result)."""
     tpot = (record["e2e_s"] - record["ttft_s"]) / (record["output_tokens"] - 1)
     packed = np.asarray(record["itl_s"], "<f8").tobytes().hex()
     values = (
         result_id,
-        record["index"],
+        index,
         record["send_s"],
         record["ttft_s"],
         record["e2e_s"],
@@ -97,19 +102,45 @@ def copy_line(result_id: int, record: dict[str, Any]) -> str:
     return "\t".join(map(str, values)) + "\n"
 
 
-def attempt_rows() -> JobAttempt:
-    team = Team.objects.create(slug="bench", name="Bench")
+def claimed_attempts(jobs: int, load_points: int, requests: int) -> tuple[list[int], str]:
+    """A team, an enrolled runner and `jobs` claimed attempts of one fixed plan (ORM rows, as
+    dispatch and claim would leave them); returns (attempt ids, runner credential)."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from apps.accounts.choices import Role
+    from apps.accounts.models import Membership, Team
+    from apps.benchmarks.choices import AttemptState, JobState
+    from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
+    from apps.benchmarks.plan_identity import (
+        PlanOptions,
+        build_identity,
+        identity_fingerprint,
+        plan_workload,
+        request_schedule,
+    )
+    from apps.runners.services import enrollment_token_create, runner_enroll
+    from apps.selections.models import Selection
+
+    team = Team.objects.create(slug="bench-ingest", name="Ingest bench")
+    admin = get_user_model().objects.create_user("bench-ingest", password=None)
+    Membership.objects.create(user=admin, team=team, role=Role.ADMIN)
+    _, token = enrollment_token_create(actor_user=admin, team=team)
+    runner, credential = runner_enroll(token_plaintext=token, name="bench-1", probe=PROBE)
     selection = Selection.objects.create(
         team=team, title="bench", workload=WORKLOAD, slo={"ttft_ms": 500, "tpot_ms": 50}
     )
-    options = PlanOptions(run_mode="simulated", request_count=10, load_points=(dict(LOAD_POINT),))
+    points = [{"index": i, "rate_rps": 1000.0} for i in range(load_points)]
+    options = PlanOptions(run_mode="simulated", request_count=requests, load_points=tuple(points))
     identity = build_identity(
         model={"slug": "bench-model", "checkpoint": "bench", "tokenizer": "bench"},
         precision="bf16",
         kv_dtype="bf16",
         workload=WORKLOAD,
         options=options,
-        load_points=[LOAD_POINT],
+        load_points=points,
         search=None,
         simulated=True,
     )
@@ -120,66 +151,160 @@ def attempt_rows() -> JobAttempt:
         run_mode=options.run_mode,
         identity=identity,
         identity_fingerprint=identity_fingerprint(identity),
-        load_points=[LOAD_POINT],
-        requests=[],
+        load_points=points,
+        requests=request_schedule(plan_workload(WORKLOAD), count=requests, seed=0),
     )
     stack = {"engine": "simulated", "accelerator": "h100-sxm", "gpu_count": 1, "tp": 1}
-    job = BenchmarkJob.objects.create(
-        plan=plan, team=team, stack=stack, engine={}, accelerator="h100-sxm", gpu_count=1
-    )
-    return JobAttempt.objects.create(job=job, number=1, queue="bench")
+    lease = timezone.now() + timedelta(hours=6)
+    ids = []
+    for _ in range(jobs):
+        job = BenchmarkJob.objects.create(
+            plan=plan,
+            team=team,
+            stack=stack,
+            engine={"adapter": "simulated"},
+            accelerator="h100-sxm",
+            gpu_count=1,
+            state=JobState.RUNNING,
+        )
+        attempt = JobAttempt.objects.create(
+            job=job,
+            number=1,
+            queue="bench",
+            runner=runner,
+            state=AttemptState.RUNNING,
+            lease_expires_at=lease,
+            claimed_at=timezone.now(),
+        )
+        ids.append(attempt.pk)
+    return ids, credential
 
 
-def prepare(attempt: JobAttempt, samples: int, chunk: int, seed: int) -> tuple[list, io.StringIO]:
-    """Stored uploads (as the result-upload service leaves them) and the same rows as COPY text
-    for a second load point result that the raw COPY fills."""
-    rng = np.random.default_rng(seed)
+def raw_result_id() -> int:
+    """A second load point result, of a run of its own, for the raw COPY's rows."""
+    from apps.accounts.models import Team
+    from apps.evidence.models import EvidenceRun, LoadPointResult
+
     run = EvidenceRun.objects.create(
-        team_id=attempt.job.team_id,
+        team=Team.objects.get(slug="bench-ingest"),
         source="runner",
         tool="raw copy",
         identity={},
         identity_fingerprint="-",
     )
-    raw_result = LoadPointResult.objects.create(run=run, index=0, load_point={}, duration_s=1)
+    return LoadPointResult.objects.create(run=run, index=0, load_point={}, duration_s=1).pk
+
+
+def prepare(
+    args: argparse.Namespace, attempt_ids: list[int], raw_id: int
+) -> tuple[list[Upload], io.StringIO]:
+    """Every chunk as the runner sends it (gzip JSON) and the same rows as COPY text."""
+    rng = np.random.default_rng(args.seed)
     text = io.StringIO()
     uploads = []
-    count = -(-samples // chunk)
-    for number, start in enumerate(range(0, samples, chunk)):
-        records = chunk_records(start, min(chunk, samples - start), rng)
-        text.writelines(copy_line(raw_result.pk, record) for record in records)
-        document = {
-            **{"load_point_index": 0, "load_point": LOAD_POINT, "duration_s": samples / 1000},
-            **{"chunk_index": number, "chunk_count": count, "records": records},
-        }
-        body = gzip.compress(json.dumps(document).encode(), compresslevel=1)
-        uploads.append(
-            ResultUpload.objects.create(
-                attempt=attempt,
-                job=attempt.job,
-                load_point_index=0,
-                chunk_index=number,
-                chunk_count=count,
-                idempotency_key=f"bench-{number}",
-                sha256=hashlib.sha256(body).hexdigest(),
-                body=body,
-                record_count=len(records),
-            )
-        )
+    left = args.samples
+    for attempt_id in attempt_ids:
+        for point in range(args.load_points):
+            count = min(args.requests, left)
+            if count <= 0:
+                break
+            left -= count
+            point_chunks = -(-count // args.chunk)
+            for number, start in enumerate(range(0, count, args.chunk)):
+                records = chunk_records(start, min(args.chunk, count - start), rng)
+                text.writelines(
+                    copy_line(raw_id, len(uploads) * args.chunk + i, record)
+                    for i, record in enumerate(records)
+                )
+                document = {
+                    "load_point_index": point,
+                    "load_point": {"index": point, "rate_rps": 1000.0},
+                    "started_at": "2026-01-01T00:00:00+00:00",
+                    "duration_s": count / 1000 + 5,  # the last requests end after sending
+                    "chunk_index": number,
+                    "chunk_count": point_chunks,
+                    "engine": {"version": "sim-0.1", "effective_config": {}},
+                    "harness": {"name": "stackselect-harness", "version": "0.1"},
+                    "records": records,
+                }
+                key = f"attempt-{attempt_id}.load-point-{point}.chunk-{number}"
+                body = gzip.compress(json.dumps(document).encode())
+                uploads.append(Upload(attempt_id, key, body))
     return uploads, text
 
 
-def timed_ingest(uploads: list[ResultUpload]) -> float:
+def worker_pids(stack: PrivateStack) -> list[int]:
+    """The gunicorn workers: the children of the gunicorn master this stack started."""
+    master = stack.children[0].pid
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [int(pid) for pid in children]
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/{pid}/status")
+
+
+def _reset_peak(pid: int) -> None:
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+
+
+@dataclass
+class Memory:
+    """The largest peak a worker reached during one upload, and its resident size before it."""
+
+    peak_kib: int = 0
+    before_kib: int = 0
+
+    def measure(self, pids: list[int]) -> Any:
+        befores = {pid: _status_kib(pid, "VmRSS") for pid in pids}
+        for pid in pids:
+            _reset_peak(pid)
+        return befores
+
+    def update(self, pids: list[int], befores: dict[int, int]) -> None:
+        for pid in pids:
+            peak = _status_kib(pid, "VmHWM")
+            if peak - befores[pid] > self.peak_kib - self.before_kib:
+                self.peak_kib, self.before_kib = peak, befores[pid]
+
+
+def timed_uploads(stack: PrivateStack, uploads: list[Upload], credential: str) -> tuple:
+    """POST every chunk over one keep-alive connection; seconds in all and the memory peak."""
+    pids = worker_pids(stack)
+    memory = Memory()
+    connection = http.client.HTTPConnection("127.0.0.1", stack.web_port, timeout=300)
+    headers = {
+        "Authorization": f"Runner {credential}",
+        "Content-Type": "application/json",
+        "Content-Encoding": "gzip",
+    }
     start = perf_counter()
     for upload in uploads:
-        with transaction.atomic():
-            result = ingest_upload(upload=upload)
+        befores = memory.measure(pids)
+        connection.request(
+            "POST",
+            f"/api/runner/v1/attempts/{upload.attempt_id}/results",
+            body=upload.body,
+            headers={**headers, "Idempotency-Key": upload.key},
+        )
+        answer = connection.getresponse()
+        text = answer.read()
+        if answer.status != 201:
+            raise RuntimeError(f"upload {upload.key} answered {answer.status}: {text[:500]!r}")
+        memory.update(pids, befores)
     elapsed = perf_counter() - start
-    assert result.complete and result.summary is not None
-    return elapsed
+    connection.close()
+    return elapsed, memory
 
 
 def timed_copy(text: io.StringIO) -> float:
+    from django.db import connection, transaction
+
+    from apps.evidence.sample_store import copy_statement
+
     data = text.getvalue().encode()
     start = perf_counter()
     with (
@@ -192,32 +317,60 @@ def timed_copy(text: io.StringIO) -> float:
     return perf_counter() - start
 
 
-def lines(args: argparse.Namespace, ingest: float, raw: float) -> Iterator[str]:
-    yield f"samples: {args.samples:,} in chunks of {args.chunk:,} records"
-    yield f"ingest_upload (decode, validate, COPY, summary): {ingest:.2f} s"
-    yield f"raw PostgreSQL COPY of the same rows:           {raw:.2f} s"
+def check_stored(samples: int, load_points: int) -> None:
+    """Every sample stored twice over (ingest and raw) and every load point summarised."""
+    from apps.evidence.models import LoadPointResult, Sample
+
+    stored = Sample.objects.count()
+    summarised = LoadPointResult.objects.exclude(summary=None).count()
+    if stored != 2 * samples or summarised < load_points:
+        raise RuntimeError(f"stored {stored} samples, {summarised} summaries: not all ingested")
+
+
+def lines(args: argparse.Namespace, uploads: int, ingest: float, raw: float, memory: Memory):
+    yield (
+        f"samples: {args.samples:,} in {uploads:,} gzip chunks of {args.chunk:,} records, "
+        f"POSTed to gunicorn ({args.workers} sync worker(s)); load points of "
+        f"{args.requests:,} requests"
+    )
+    yield f"HTTP upload (unzip, validate, COPY, summary): {ingest:.2f} s"
+    yield f"raw PostgreSQL COPY of the same rows:        {raw:.2f} s"
     yield f"ratio: {ingest / raw:.2f}x  ({args.samples / ingest:,.0f} samples/s ingested)"
+    yield (
+        f"peak worker memory per upload: {memory.peak_kib / 1024:.0f} MiB resident "
+        f"(+{(memory.peak_kib - memory.before_kib) / 1024:.1f} MiB over the "
+        f"{memory.before_kib / 1024:.0f} MiB before it)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=1000, help="records per upload chunk")
+    parser.add_argument("--requests", type=int, default=20_000, help="requests per load point")
+    parser.add_argument("--load-points", type=int, default=10, help="load points per job")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--database-url", default="", help="a PostgreSQL server to use")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's logs")
     args = parser.parse_args()
-    if connection.vendor != "postgresql":
-        sys.exit("bench_ingest needs PostgreSQL: set DATABASE_URL=postgres://...")
-    name = f"{connection.settings_dict['NAME']}_bench_ingest"
-    connection.settings_dict["TEST"]["NAME"] = name
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
-        attempt = attempt_rows()
-        uploads, text = prepare(attempt, args.samples, args.chunk, args.seed)
-        ingest = timed_ingest(uploads)
+    if min(args.samples, args.chunk, args.requests, args.load_points, args.workers) < 1:
+        sys.exit("--samples, --chunk, --requests, --load-points and --workers must be >= 1")
+    per_job = args.requests * args.load_points
+    jobs = -(-args.samples // per_job)
+    from bench_candidate_latency import throwaway_database
+
+    with (
+        throwaway_database(args.database_url) if args.database_url else nullcontext("") as url,
+        private_stack(web_workers=args.workers, database_url=url, keep=args.keep) as stack,
+    ):
+        stack.use_django()
+        attempt_ids, credential = claimed_attempts(jobs, args.load_points, args.requests)
+        uploads, text = prepare(args, attempt_ids, raw_result_id())
+        ingest, memory = timed_uploads(stack, uploads, credential)
         raw = timed_copy(text)
-        print("\n".join(lines(args, ingest, raw)))
-    finally:
-        connection.creation.destroy_test_db(name, verbosity=0)
+        check_stored(args.samples, -(-args.samples // args.requests))
+    print("\n".join(lines(args, len(uploads), ingest, raw, memory)))
 
 
 if __name__ == "__main__":

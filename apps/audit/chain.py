@@ -103,13 +103,27 @@ def _unlinked(
 def walk_chain(
     events: Iterable[tuple[int, str, str, Mapping[str, Any]]],
     checkpoints: Sequence[Checkpoint] = (),
+    *,
+    start: Checkpoint | None = None,
 ) -> ChainWalk:
     """Walk (id, prev_hash, hash, fields) in id order against the checkpoints; stop at the first
-    event that does not fit its hash, its predecessor or a checkpoint."""
+    event that does not fit its hash, its predecessor or a checkpoint.
+
+    With `start` (a checkpoint an earlier walk verified), `events` are only those after its
+    head, and the walk goes on from that head instead of from the genesis hash.
+    """
     pending = sorted(checkpoints, key=lambda c: c.last_id)
     first_checkpointed = min((c.first_id for c in checkpoints), default=None)
-    matched: Checkpoint | None = None
+    matched: Checkpoint | None = start
     expected_prev, first_id, last_id, seen = GENESIS_HASH, None, None, 0
+    if start is not None:
+        expected_prev, first_id, last_id, seen = (
+            start.head_hash,
+            start.first_id,
+            start.last_id,
+            start.count,
+        )
+        pending = [c for c in pending if c.last_id > start.last_id]
 
     def walked(broken: ChainBreak | None) -> ChainWalk:
         if first_id is None or last_id is None:

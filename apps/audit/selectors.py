@@ -8,7 +8,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from apps.audit.chain import HASHED_FIELDS, ChainBreak, find_first_break
+from apps.audit.chain import HASHED_FIELDS, ChainBreak, Checkpoint, find_first_break, walk_chain
+from apps.audit.checkpoints import CheckpointFileError, read_checkpoints
 from apps.audit.models import AuditEvent
 from apps.audit.services import hashed_view
 
@@ -25,18 +26,44 @@ def audit_events_visible_to(*, user: Any, team: Any) -> QuerySet[AuditEvent]:
     return events.filter(team=team)
 
 
-def chain_rows() -> Iterator[tuple[int, str, str, dict[str, Any]]]:
-    """(id, prev_hash, hash, hashed fields) of every event in id order, read in batches."""
+def chain_rows(*, after_id: int = 0) -> Iterator[tuple[int, str, str, dict[str, Any]]]:
+    """(id, prev_hash, hash, hashed fields) of every event (after `after_id`) in id order,
+    read in batches."""
     columns = ["id", "prev_hash", "hash", *HASHED_FIELDS]
-    for row in (
-        AuditEvent.objects.order_by("id").values(*columns).iterator(chunk_size=_VERIFY_BATCH)
-    ):
+    events = AuditEvent.objects.filter(id__gt=after_id).order_by("id").values(*columns)
+    for row in events.iterator(chunk_size=_VERIFY_BATCH):
         event_id, prev_hash, stored_hash = row.pop("id"), row.pop("prev_hash"), row.pop("hash")
         yield event_id, prev_hash, stored_hash, hashed_view(row)
 
 
+def _checkpoint_holds(checkpoint: Checkpoint) -> ChainBreak | None:
+    """The checkpointed head is still there, with its hash, and as many events up to it."""
+    head = AuditEvent.objects.filter(pk=checkpoint.last_id).values_list("hash", flat=True).first()
+    events = AuditEvent.objects.filter(id__gte=checkpoint.first_id, id__lte=checkpoint.last_id)
+    if head == checkpoint.head_hash and events.count() == checkpoint.count:
+        return None
+    reason = (
+        f"does not match the checkpoint of {checkpoint.at} (missing, hash or count differ): "
+        f"the chain was changed up to this event since it was last verified"
+    )
+    return ChainBreak(checkpoint.last_id, reason, checkpoint.head_hash, checkpoint.last_id)
+
+
 def audit_chain_first_break() -> ChainBreak | None:
-    return find_first_break(chain_rows())
+    """The first break after the newest checkpoint, which a full verify (`audit_verify`, the
+    periodic task) checked: a page view walks only the events written since, not the whole
+    chain. Without a readable checkpoint the whole chain is walked."""
+    try:
+        checkpoints = read_checkpoints()
+    except CheckpointFileError:
+        checkpoints = []
+    if not checkpoints:
+        return find_first_break(chain_rows())
+    newest = max(checkpoints, key=lambda checkpoint: checkpoint.last_id)
+    broken = _checkpoint_holds(newest)
+    if broken is not None:
+        return broken
+    return walk_chain(chain_rows(after_id=newest.last_id), start=newest).broken
 
 
 @dataclass(frozen=True)

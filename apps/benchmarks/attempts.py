@@ -43,6 +43,7 @@ from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, QualityResu
 from apps.benchmarks.quality import clean_evaluation, clean_output
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit
+from apps.benchmarks.selectors import plan_request_count
 from apps.benchmarks.signals import result_uploaded
 from apps.core.errors import ConflictError, NotFoundError
 from apps.runners.models import Runner
@@ -76,8 +77,11 @@ def _conflict(attempt: JobAttempt) -> ConflictError:
 
 
 def _team_attempt(runner: Runner, attempt_id: int) -> JobAttempt:
+    # The plan's request schedule (up to 20,000 requests of JSON) is read only by the job
+    # spec; a heartbeat or an upload decoding it every time would spend most of its time there.
     attempt = (
         JobAttempt.objects.select_related("job__plan", "job__team")
+        .defer("job__plan__requests")
         .filter(pk=attempt_id, job__team_id=runner.team_id)
         .first()
     )
@@ -329,7 +333,7 @@ def result_upload(
     parsed = parse_upload(
         raw,
         load_point_count=load_point_limit(plan),
-        max_records=len(plan.requests),
+        max_records=plan_request_count(plan.pk),
         plan_points=None if plan.search else plan.load_points,
     )
     _check_chunk_count(attempt, parsed.load_point_index, parsed.chunk_count)

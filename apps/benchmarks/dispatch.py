@@ -97,21 +97,48 @@ def eligible_runners(*, team_id: int, needs: JobNeeds) -> list[Runner]:
     return [runner for runner in runners if unfit_reason(labels_of(runner), needs) is None]
 
 
-def _engine_name(slug: str) -> str:
-    if slug == SIMULATED_ADAPTER:
-        return "the simulated engine"
-    return Engine.objects.filter(slug=slug).values_list("name", flat=True).first() or slug
+def _engine_names(slugs: set[str]) -> dict[str, str]:
+    names = dict(Engine.objects.filter(slug__in=slugs).values_list("slug", "name"))
+    return {
+        slug: "the simulated engine" if slug == SIMULATED_ADAPTER else names.get(slug, slug)
+        for slug in slugs
+    }
 
 
-def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Fleet:
+    """What routing reads about the fleet, fetched once for any number of pending jobs:
+    the active runners by team and the display names of the accelerators and engines."""
+
+    runners: dict[int, list[Runner]]
+    accelerators: dict[str, str]
+    engines: dict[str, str]
+
+    @classmethod
+    def for_jobs(cls, jobs: list[BenchmarkJob]) -> Fleet:
+        runners: dict[int, list[Runner]] = {job.team_id: [] for job in jobs}
+        active = Runner.objects.filter(team_id__in=runners, revoked_at__isnull=True)
+        for runner in active.order_by("name"):
+            runners[runner.team_id].append(runner)
+        return cls(
+            runners=runners,
+            accelerators=accelerator_names({job.accelerator for job in jobs}),
+            engines=_engine_names({job_needs(job).engine for job in jobs}),
+        )
+
+
+def routing_verdict(
+    job: BenchmarkJob, *, now: datetime | None = None, fleet: Fleet | None = None
+) -> tuple[str, str]:
     """Queued when an online runner of the team has the engine and the hardware, else waiting
     with why: which runners would qualify, and what each of the others lacks."""
+    fleet = fleet or Fleet.for_jobs([job])
     needs = job_needs(job)
-    name = accelerator_names({job.accelerator}).get(job.accelerator, job.accelerator)
+    name = fleet.accelerators.get(job.accelerator, job.accelerator)
     hardware = f"{job.gpu_count} x {name} ({job.accelerator})"
-    engine = _engine_name(needs.engine)
+    engine = fleet.engines.get(needs.engine, needs.engine)
     wanted = f"{needs.engine_words(engine)} on {hardware}"
-    runners = _active_runners(job.team_id)
+    runners = fleet.runners.get(job.team_id, [])
     why_not = {
         runner.name: unfit_reason(
             labels_of(runner), needs, engine_name=engine, accelerator_name=name
@@ -143,15 +170,17 @@ def routing_verdict(job: BenchmarkJob, *, now: datetime | None = None) -> tuple[
     )
 
 
-def _retry_note(job: BenchmarkJob) -> str:
-    lost = job.attempts.filter(state=AttemptState.LOST).order_by("-number").first()
-    return f"Attempt {lost.number} lost ({lost.reason}) Retrying. " if lost else ""
+def _retry_notes(job_ids: list[int]) -> dict[int, str]:
+    """For each job with a lost attempt, the note on its latest one (one query for all; a job
+    has at most its plan's few attempts)."""
+    lost = JobAttempt.objects.filter(job_id__in=job_ids, state=AttemptState.LOST)
+    notes = {}
+    for job, number, reason in lost.order_by("number").values_list("job_id", "number", "reason"):
+        notes[job] = f"Attempt {number} lost ({reason}) Retrying. "
+    return notes
 
 
-def job_route(job: BenchmarkJob) -> None:
-    """Set a pending job's state and reason from the fleet; a job that moved on is left alone."""
-    state, reason = routing_verdict(job)
-    reason = _retry_note(job) + reason
+def _apply_route(job: BenchmarkJob, state: str, reason: str) -> None:
     if job.state == state and job.state_reason == reason:
         return
     changed = BenchmarkJob.objects.filter(pk=job.pk, state__in=JOB_PENDING).update(
@@ -170,8 +199,23 @@ def job_route(job: BenchmarkJob) -> None:
         job.state, job.state_reason = state, reason
 
 
-def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
-    """Create attempt `number` and send it to the job's pool queue once the transaction commits."""
+def job_route(
+    job: BenchmarkJob, *, fleet: Fleet | None = None, retry_note: str | None = None
+) -> None:
+    """Set a pending job's state and reason from the fleet; a job that moved on is left alone.
+
+    `fleet` (read once for many jobs) and `retry_note` (known: a first attempt has none) save
+    the queries that would read them again for this job.
+    """
+    state, reason = routing_verdict(job, fleet=fleet)
+    if retry_note is None:
+        retry_note = _retry_notes([job.pk]).get(job.pk, "")
+    _apply_route(job, state, retry_note + reason)
+
+
+def attempt_dispatch(job: BenchmarkJob, *, number: int, fleet: Fleet | None = None) -> JobAttempt:
+    """Create attempt `number` and send it to the job's pool queue once the transaction commits
+    (`fleet`: what routing reads, read once for the jobs of a plan)."""
     attempt = JobAttempt.objects.create(
         job=job, number=number, queue=pool_queue(job_needs(job), team_id=job.team_id)
     )
@@ -182,22 +226,44 @@ def attempt_dispatch(job: BenchmarkJob, *, number: int) -> JobAttempt:
         team=job.team,
         after={"job_id": job.pk, "number": number, "queue": attempt.queue},
     )
-    job_route(job)
+    job_route(job, fleet=fleet, retry_note="" if number == 1 else None)
     _publish_on_commit(attempt)
     return attempt
 
 
 def pending_jobs_reroute(*, team_id: int | None = None) -> int:
-    """Re-evaluate every pending job (of one team); returns how many were looked at."""
+    """Re-evaluate every pending job (of one team); returns how many were looked at.
+
+    The fleet, the retry notes and the verdict of each (team, needs) are read once for all the
+    jobs, and jobs whose new reason is the same are updated together, so a reap or a runner's
+    comeback costs a few queries plus one per distinct verdict and one per job whose state
+    changes (that move is audited), not several queries per pending job.
+    """
     jobs = BenchmarkJob.objects.filter(state__in=JOB_PENDING).select_related("team")
     if team_id is not None:
         jobs = jobs.filter(team_id=team_id)
-    count = 0
+    jobs = list(jobs)
+    if not jobs:
+        return 0
+    fleet = Fleet.for_jobs(jobs)
+    notes = _retry_notes([job.pk for job in jobs])
+    now = timezone.now()
+    verdicts: dict[tuple[int, JobNeeds], tuple[str, str]] = {}
+    same_state: dict[tuple[str, str], list[int]] = {}
     for job in jobs:
-        with transaction.atomic():
-            job_route(job)
-        count += 1
-    return count
+        key = (job.team_id, job_needs(job))
+        if key not in verdicts:
+            verdicts[key] = routing_verdict(job, now=now, fleet=fleet)
+        state, reason = verdicts[key]
+        reason = notes.get(job.pk, "") + reason
+        if job.state != state:
+            with transaction.atomic():
+                _apply_route(job, state, reason)
+        elif job.state_reason != reason:
+            same_state.setdefault((state, reason), []).append(job.pk)
+    for (state, reason), ids in same_state.items():
+        BenchmarkJob.objects.filter(pk__in=ids, state=state).update(state_reason=reason)
+    return len(jobs)
 
 
 def plan_refresh(plan_id: int) -> None:

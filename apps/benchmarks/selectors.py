@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Func, IntegerField, Prefetch, QuerySet
 from django.utils import timezone
 from stackselect_domain import fairness
 
@@ -18,6 +18,26 @@ from apps.benchmarks.signals import job_results_wanted
 from apps.core.metrics import GaugeSample
 from apps.runners.models import Runner
 from apps.runners.selectors import runner_state, runners_of
+
+
+class JsonArrayLength(Func):
+    """The length of a JSON array column, counted by the database (the SQL names differ)."""
+
+    function = "jsonb_array_length"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, function="json_array_length", **extra)
+
+
+def plan_request_count(plan_id: int) -> int:
+    """How many requests the plan's schedule holds, without reading the schedule itself."""
+    count = (
+        BenchmarkPlan.objects.filter(pk=plan_id)
+        .values_list(JsonArrayLength("requests"), flat=True)
+        .first()
+    )
+    return int(count or 0)
 
 
 def plans_of(*, team: Any) -> QuerySet[BenchmarkPlan]:

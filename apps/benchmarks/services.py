@@ -13,7 +13,7 @@ from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.benchmarks.choices import ATTEMPT_LEASED, JOB_TERMINAL, JobState, RunMode
-from apps.benchmarks.dispatch import attempt_dispatch, job_finish
+from apps.benchmarks.dispatch import Fleet, attempt_dispatch, job_finish
 from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity, model_store_key
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.benchmarks.plan_identity import (
@@ -169,8 +169,9 @@ def plan_create(
         },
     )
     _selection_mark_planned(selection, actor)
+    fleet = Fleet.for_jobs(jobs)
     for job in jobs:
-        attempt_dispatch(job, number=1)
+        attempt_dispatch(job, number=1, fleet=fleet)
     return plan
 
 

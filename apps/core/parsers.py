@@ -41,6 +41,15 @@ class BodyTooLarge(APIException):
     default_code = "too_large"
 
 
+def _outside_strings(raw: bytes) -> bytes:
+    """The bytes of `raw` outside its JSON strings. Without an escaped quote the quotes
+    alternate open and close, so splitting on them is exact and far cheaper than the regex
+    (a results body has nine keys per record); with one, the regex finds each string."""
+    if b'\\"' not in raw:
+        return b"".join(raw.split(b'"')[0::2])
+    return _STRING.sub(b"", raw)
+
+
 def check_shape(raw: bytes, *, max_depth: int, max_containers: int | None = None) -> None:
     """Refuse nesting deeper than max_depth (and more objects and arrays than max_containers,
     which cost far more memory than their bytes), in C-speed passes over the brackets alone.
@@ -48,7 +57,7 @@ def check_shape(raw: bytes, *, max_depth: int, max_containers: int | None = None
     Each pass removes every innermost pair, which lowers the deepest nesting by exactly one,
     so the brackets are gone after max_depth passes exactly when the nesting is within it.
     """
-    brackets = _STRING.sub(b"", raw).translate(_ONE_KIND, _NOT_BRACKETS)
+    brackets = _outside_strings(raw).translate(_ONE_KIND, _NOT_BRACKETS)
     opened = brackets.count(b"[")
     if opened != len(brackets) - opened:
         raise JsonBodyError("not JSON (unbalanced brackets)")

@@ -10,6 +10,7 @@ find the fault. In the DataFrame a latency that was not measured is NaN, never 0
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -359,10 +360,26 @@ def _status_checks(frame: pd.DataFrame, errors: _Collector, *, strict: bool) -> 
     )
 
 
-def _column(records: list[Mapping[str, Any]], field: str) -> np.ndarray:
-    column = np.empty(len(records), dtype=object)
-    column[:] = [record.get(field) for record in records]
-    return column
+def _columns(records: list[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """Every field of the records as an object column, read in one pass. The keys were
+    checked already, so records of as many keys as the required (or all) fields have them."""
+    every = RECORD_FIELDS + OPTIONAL_RECORD_FIELDS
+    sizes = set(map(len, records))
+    if sizes <= {len(RECORD_FIELDS)} or sizes == {len(every)}:
+        present = RECORD_FIELDS if sizes <= {len(RECORD_FIELDS)} else every
+        rows = list(map(operator.itemgetter(*present), records))
+    else:
+        present = every
+        rows = [tuple(record.get(field) for field in every) for record in records]
+    values = dict(zip(present, zip(*rows, strict=True), strict=True)) if rows else {}
+    columns = {}
+    for field in every:
+        column = values.get(field)
+        if column is None:
+            columns[field] = np.full(len(records), None, dtype=object)
+        else:  # fromiter keeps each gap list one object, where assignment would nest them
+            columns[field] = np.fromiter(column, dtype=object, count=len(records))
+    return columns
 
 
 def _gap_sums(counts: np.ndarray, gaps: np.ndarray) -> np.ndarray:
@@ -379,7 +396,8 @@ def _build_frame(
     multi_token_chunks: bool,
     strict_failures: bool,
 ) -> tuple[pd.DataFrame, np.ndarray]:
-    counts, gaps = _gaps(_column(records, "itl_s"), errors)
+    columns = _columns(records)
+    counts, gaps = _gaps(columns["itl_s"], errors)
     data: dict[str, Any] = {}
     counted = (0, MAX_COLUMN_INTEGER)
     for field, integer, nullable, bounds in (
@@ -392,17 +410,17 @@ def _build_frame(
         ("status", True, True, HTTP_STATUS_RANGE),
     ):
         data[field] = _numbers(
-            _column(records, field),
+            columns[field],
             field,
             errors,
             integer=integer,
             nullable=nullable,
             bounds=bounds,
         )
-    data["itl_s"] = _column(records, "itl_s")
+    data["itl_s"] = columns["itl_s"]
     data["itl_count"] = counts
-    data["error"] = _strings(_column(records, "error"), "error", errors)
-    data["finish_reason"] = _strings(_column(records, "finish_reason"), "finish_reason", errors)
+    data["error"] = _strings(columns["error"], "error", errors)
+    data["finish_reason"] = _strings(columns["finish_reason"], "finish_reason", errors)
     frame = pd.DataFrame(data)
     if errors.errors:
         return frame, gaps

@@ -20,6 +20,7 @@ from apps.benchmarks import attempts
 from apps.benchmarks.models import JobAttempt
 from apps.benchmarks.results import UploadError, UploadTooLarge
 from apps.benchmarks.selectors import attempt_spec
+from apps.core.collector import collector_paused
 from apps.runners.api import serializers as s
 from apps.runners.api.views import CONFLICT, TAG, RunnerView, parsed_input
 
@@ -156,13 +157,14 @@ class ResultsView(RunnerView):
         if declared.isdigit() and int(declared) > limit:
             return _too_large(f"body: more than {limit} bytes")
         try:
-            upload, created = attempts.result_upload(
-                runner=self.runner,
-                attempt_id=attempt_id,
-                idempotency_key=request.headers.get("Idempotency-Key", ""),
-                content_encoding=request.headers.get("Content-Encoding", ""),
-                body=request.body,
-            )
+            with collector_paused():  # thousands of records decode into acyclic objects
+                upload, created = attempts.result_upload(
+                    runner=self.runner,
+                    attempt_id=attempt_id,
+                    idempotency_key=request.headers.get("Idempotency-Key", ""),
+                    content_encoding=request.headers.get("Content-Encoding", ""),
+                    body=request.body,
+                )
         except UploadTooLarge as error:
             return _too_large(str(error))
         except UploadError as error:

@@ -1,0 +1,23 @@
+"""The selection pages over a whole-catalog selection read a bounded number of queries."""
+
+from __future__ import annotations
+
+from apps.selections import services
+from tests.query_budget import page_queries
+from tests.selections.helpers import create_selection
+
+# Measured when these guards were written, plus a little headroom.
+BUDGETS = {"list": 7, "detail": 7, "candidates": 66, "plan": 14}
+
+
+def test_the_selection_pages_of_a_computed_selection_stay_within_their_query_budgets(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(max_gpus=8)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    assert selection.candidates.count() > 100  # more than one page of rows
+
+    assert page_queries(alice_client, "selections:list") <= BUDGETS["list"]
+    for name in ("detail", "candidates", "plan"):
+        assert page_queries(alice_client, f"selections:{name}", selection.pk) <= BUDGETS[name]
