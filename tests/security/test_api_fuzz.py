@@ -103,4 +103,4 @@ def test_every_operation_answers_without_5xx_and_as_documented(case, fuzz_world)
     assume(routed(case.formatted_path))
     runner = case.operation.path.startswith(RUNNER_API)
     auth = fuzz_world["runner_auth"] if runner else fuzz_world["user_auth"]
-    case.call_and_validate(headers={"Authorization": auth}, checks=CHECKS)
+    case.call_and_validate(headers={"Authorization": auth})

@@ -110,6 +110,7 @@ class CapabilityViewSet(CatalogViewSet):
     serializer_class = s.CapabilitySerializer
     filterset_class = CapabilityFilter
     http_method_names = [*READ_AND_WRITE, "delete"]
+    conflicts_on_write = True  # a cell that evidence still cites is not deleted (409)
 
     def perform_destroy(self, instance: Capability) -> None:
         services.entry_delete(actor=self._actor(), instance=instance)
