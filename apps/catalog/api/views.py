@@ -35,6 +35,7 @@ from apps.catalog.models import (
     ModelSpec,
 )
 from apps.catalog.views.import_export import CONTENT_TYPES
+from apps.core.query import check_query
 
 READ_AND_WRITE = ["get", "post", "put", "patch", "head", "options"]
 
@@ -130,6 +131,7 @@ class MatrixExportView(APIView):
         },
     )
     def get(self, request: Request) -> HttpResponse:
+        check_query(request, ["file_format"])
         file_format = request.query_params.get("file_format", "csv")
         if file_format not in FILE_FORMATS:
             return Response(

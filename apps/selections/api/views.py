@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import TeamRolePermission
+from apps.core.query import check_query
 from apps.core.request_context import request_team
 from apps.selections import selectors, services
 from apps.selections.api.serializers import (
@@ -86,6 +87,7 @@ class SelectionViewSet(
 
         Both lists are paged with the same page and page_size; dropped_groups covers all."""
         selection = self.get_object()
+        check_query(request, CandidateQuerySerializer().fields)
         query = CandidateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = dict(query.validated_data)
