@@ -216,6 +216,19 @@ def targets_alice(endpoint: Endpoint, method: str) -> bool:
     return any(key is not None and not key.startswith("catalog:") for key in keys)
 
 
+def _refuses_only_the_probe_query(response: Any) -> bool:
+    """A 400 of the strict query check (apps/core/query.py) for parameters the operation does
+    not take: decided before any lookup, the same for every id."""
+    try:
+        errors = response.json()
+    except ValueError:
+        return False
+    return bool(errors) and all(
+        isinstance(messages, list) and messages[0].startswith("Not a parameter")
+        for messages in errors.values()
+    )
+
+
 def verdict(principal: str, endpoint: Endpoint, method: str, response: Any) -> str | None:
     """Why this answer breaks isolation, or None when it is fine."""
     status = response.status_code
@@ -235,6 +248,8 @@ def verdict(principal: str, endpoint: Endpoint, method: str, response: Any) -> s
     api = endpoint.name.startswith(RUNNER_API) or endpoint.route.startswith("api/")
     if endpoint.name.startswith(RUNNER_API) or principal != "session":
         allowed |= {NOT_AUTHENTICATED}
+    if status == 400 and method == "GET" and api and _refuses_only_the_probe_query(response):
+        return None  # the walk's query string refused before any lookup: says nothing of hers
     if status == 302 and principal != "session" and not api:
         return (
             None if location.startswith(resolve_url(settings.LOGIN_URL)) else f"302 to {location}"
