@@ -226,10 +226,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.CheckedPageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["apps.core.query.StrictFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "apps.core.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
     # JSON only by default (views that take files say so); see apps/core/parsers.py.
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.BoundedJSONParser"],

@@ -7,6 +7,7 @@ import logging
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, InterfaceError, OperationalError
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -18,8 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """Map service errors onto HTTP: validation -> 400 with field errors, not found -> 404,
-    conflicts -> 409."""
+    """Map service errors onto HTTP: validation -> 400 with field errors, not found -> 404
+    (Django's Http404 too, so its body has a code like every other), conflicts -> 409."""
     if isinstance(exc, DjangoValidationError):
         detail = (
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
@@ -27,7 +28,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.ValidationError(detail=detail)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
-    elif isinstance(exc, NotFoundError):
+    elif isinstance(exc, NotFoundError | Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, ConflictError):
         return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)

@@ -71,8 +71,9 @@ def candidates_filtered(
     for param, key in STACK_FILTERS.items():
         if params.get(param):
             candidates = candidates.filter(**{f"stack__{key}": params[param]})
-    if params.get("gpu_count", "").isdigit():
-        candidates = candidates.filter(stack__gpu_count=int(params["gpu_count"]))
+    gpu_count = str(params.get("gpu_count") or "")
+    if gpu_count.isascii() and gpu_count.isdigit():
+        candidates = candidates.filter(stack__gpu_count=int(gpu_count))
     if params.get("q"):
         # Free text matches any part of the stack (engine, version, backend, layers, hardware).
         candidates = candidates.alias(stack_text=Cast("stack", TextField())).filter(

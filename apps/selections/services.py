@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from stackselect_domain.workload import trace_summary
 
 from apps.accounts.choices import Role
@@ -90,7 +90,29 @@ def _reset_goal(selection: Selection) -> None:
     selection.computation = ComputeState.IDLE
     selection.dropped_groups = None
     selection.save()
-    selection.candidates.all().delete()
+    _delete_candidates(selection)
+
+
+def _delete_candidates(selection: Selection) -> None:
+    """Delete the selection's candidates in a few statements. Django's delete() loads every
+    row first (thousands, with their JSON columns, then one query each), which made a PUT of
+    the goal take seconds; the references to candidates (jobs, runs) are all SET NULL, so
+    they are cleared with one UPDATE each and the rows go with one DELETE."""
+    doomed = Candidate.objects.filter(selection=selection)
+    references = [
+        relation
+        for relation in Candidate._meta.get_fields(include_hidden=True)
+        if relation.auto_created and relation.one_to_many
+    ]
+    if any(relation.on_delete is not models.SET_NULL for relation in references):
+        doomed.delete()  # a reference that cascades or protects needs Django's collector
+        return
+    for relation in references:
+        name = relation.field.name
+        relation.related_model._base_manager.filter(**{f"{name}__in": doomed}).update(
+            **{name: None}
+        )
+    doomed._raw_delete(doomed.db)  # no signal receivers on candidates; references cleared
 
 
 def _record_change(
@@ -181,7 +203,7 @@ def candidates_compute(
         locked = Selection.objects.select_for_update().get(pk=selection.pk)
         if locked.state == SelectionState.ARCHIVED or _goal_of(locked) != _goal_of(selection):
             return locked
-        locked.candidates.all().delete()
+        _delete_candidates(locked)
         Candidate.objects.bulk_create(
             (_candidate_row(locked, verdict) for verdict in verdicts), batch_size=_INSERT_BATCH
         )

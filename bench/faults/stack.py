@@ -223,11 +223,12 @@ class PrivateStack:
         self.children.append(process)
         return process
 
-    def start_web(self, workers: int = 2, threads: int = 1) -> None:
+    def start_web(self, workers: int = 2, threads: int = 1, timeout_s: int = 60) -> None:
         gunicorn = str(Path(sys.executable).parent / "gunicorn")
         self.spawn("gunicorn", [gunicorn, "config.wsgi:application", "--bind",
                                 f"127.0.0.1:{self.web_port}", "--workers", str(workers),
-                                "--threads", str(threads), "--timeout", "60"])  # fmt: skip
+                                "--threads", str(threads),
+                                "--timeout", str(timeout_s)])  # fmt: skip
         wait_for(self.web_answers, timeout=60, what=f"gunicorn at {self.url}")
 
     def web_answers(self) -> bool:
@@ -304,12 +305,14 @@ def private_stack(
     settings: dict[str, str] | None = None,
     *,
     web_workers: int = 2,
+    web_timeout_s: int = 60,
     keep: bool = False,
     database_url: str = "",
 ) -> Iterator[PrivateStack]:
     """Start PostgreSQL, Redis, the migrated app under gunicorn; always tear them down.
 
-    `settings` are extra environment variables for the app (RUNNER_LEASE_SECONDS, ...). With
+    `settings` are extra environment variables for the app (RUNNER_LEASE_SECONDS, ...);
+    `web_timeout_s` is gunicorn's worker timeout (a long request is killed after it). With
     `keep`, the temporary folder (logs of every process) is left for inspection. With
     `database_url`, that (empty, throw-away) database is used instead of a private cluster.
     """
@@ -329,7 +332,7 @@ def private_stack(
             postgres.create()
         stack.redis.start()
         stack.manage("migrate", "--noinput", "-v", "0")
-        stack.start_web(workers=web_workers)
+        stack.start_web(workers=web_workers, timeout_s=web_timeout_s)
         yield stack
     finally:
         stack.teardown()

@@ -1,10 +1,13 @@
-"""Every URL of the project tried as charlie (team Globex) against alice's objects (team Acme).
+"""Every URL of the project tried with every method (GET, POST, PUT, PATCH, DELETE) against
+alice's objects (team Acme), by three outsiders: charlie (team Globex) signed in, charlie's API
+token (with his runner's credential on the runner API), and an anonymous client.
 
 A URL that names one of alice's objects must answer 403 or 404 (405 where the method does not
-exist; 401 on the runner API), for GET and POST alike. Every other URL may answer, but never
-with a 5xx or with any of alice's marker texts. Afterwards every one of alice's objects must be
-exactly as it was. The catalog is global, so its pages and API may answer charlie, for reads
-only: the catalog rows must be unchanged afterwards too (its writes are staff-only, 403).
+exist; 401 without a credential that fits, and a redirect to the login page for a page asked
+without a session). Every other URL may answer, but never with a 5xx or with any of alice's
+marker texts. Afterwards every one of alice's objects must be exactly as it was. The catalog
+is global, so its pages and API may answer charlie, for reads only: the catalog rows must be
+unchanged afterwards too (its writes are staff-only, 403).
 """
 
 from __future__ import annotations
@@ -14,10 +17,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
+from django.shortcuts import resolve_url
 from django.test import Client
+from django.utils.http import urlencode
 
+from apps.accounts.services import api_token_create
 from apps.audit.models import AuditEvent
+from apps.audit.services import Actor
 from tests.benchmarks.factories import enrolled_runner, result_document, simulated_probe
 from tests.decisions.factories import make_approver
 from tests.security.alice_world import MARKERS, AliceWorld, build_alice_world
@@ -25,6 +34,10 @@ from tests.security.url_walk import Endpoint, endpoints, resolves_to
 
 DENIED = {403, 404}
 NO_SUCH_METHOD = 405
+NOT_AUTHENTICATED = 401
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+WRITES = {"POST", "PUT", "PATCH"}
+PRINCIPALS = ("session", "token", "anonymous")
 RUNNER_API = "runner-api:"
 ADMIN = "admin:"
 # Parameterless POSTs whose probe body names alice's selection or attempt.
@@ -144,51 +157,79 @@ def query_of(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class Prober:
-    """Sends each request as charlie: session for pages and /api/v1/, Globex runner otherwise."""
+    """Sends each request as one outsider. `session`: charlie signed in (pages and /api/v1/),
+    his runner on the runner API; `token`: charlie's API token everywhere but the runner API,
+    where his runner's credential goes; `anonymous`: no credential at all."""
 
-    def __init__(self, charlie: Any, runner_credential: str, body: dict[str, Any]) -> None:
+    def __init__(self, principal: str, charlie: Any, credentials: dict[str, str], body: dict):
+        self.principal = principal
         self.charlie = charlie
-        self.pages = Client(raise_request_exception=False)
-        self.pages.force_login(charlie)
-        self.runner = Client(
-            raise_request_exception=False, HTTP_AUTHORIZATION=f"Runner {runner_credential}"
-        )
         self.body = body
+        self.pages = Client(raise_request_exception=False)
+        if principal == "session":
+            self.pages.force_login(charlie)
+        elif principal == "token":
+            self.pages.defaults["HTTP_AUTHORIZATION"] = f"Token {credentials['token']}"
+        self.runner = Client(raise_request_exception=False)
+        if principal != "anonymous":
+            self.runner.defaults["HTTP_AUTHORIZATION"] = f"Runner {credentials['runner']}"
 
     def send(self, endpoint: Endpoint, method: str, path: str):
         if endpoint.name.startswith(RUNNER_API):
             response = self._runner_call(endpoint, method, path)
         elif method == "GET":
             response = self.pages.get(path, query_of(self.body) if "?" not in path else None)
+        elif method == "DELETE":
+            response = self.pages.delete(path)
         elif path.startswith("/api/"):
             payload = json.dumps(self.body)
-            response = self.pages.post(path, payload, content_type="application/json")
+            response = self.pages.generic(method, path, payload, content_type="application/json")
         else:
-            response = self.pages.post(path, query_of(self.body))
-        if "_auth_user_id" not in self.pages.session:  # a logout URL ended the session
-            self.pages.force_login(self.charlie)
+            form = urlencode(query_of(self.body))
+            response = self.pages.generic(
+                method, path, form, content_type="application/x-www-form-urlencoded"
+            )
+        if self.principal == "session" and "_auth_user_id" not in self.pages.session:
+            self.pages.force_login(self.charlie)  # a logout URL ended the session
         return response
 
     def _runner_call(self, endpoint: Endpoint, method: str, path: str):
-        if method == "GET":
-            return self.runner.get(path)
+        if method in ("GET", "DELETE"):
+            return self.runner.generic(method, path)
         if endpoint.name == f"{RUNNER_API}results":
             body = gzip.compress(json.dumps(result_document(0)).encode())
             headers = {"HTTP_CONTENT_ENCODING": "gzip", "HTTP_IDEMPOTENCY_KEY": "isolation"}
-            return self.runner.post(path, body, content_type="application/json", **headers)
+            return self.runner.generic(
+                method, path, body, content_type="application/json", **headers
+            )
         payload = {**self.body, "probe": simulated_probe(), "token": "not-a-token"}
-        return self.runner.post(path, json.dumps(payload), content_type="application/json")
+        return self.runner.generic(
+            method, path, json.dumps(payload), content_type="application/json"
+        )
 
 
 def targets_alice(endpoint: Endpoint, method: str) -> bool:
     """The URL (or, for BODY_TARGETS, the probe body) names one of alice's objects."""
-    if method == "POST" and endpoint.name in BODY_TARGETS:
+    if method in WRITES and endpoint.name in BODY_TARGETS:
         return True
     keys = [_object_key(endpoint, p) for p in endpoint.params if p not in CONSTANT_OF_PARAM]
     return any(key is not None and not key.startswith("catalog:") for key in keys)
 
 
-def verdict(endpoint: Endpoint, method: str, response: Any) -> str | None:
+def _refuses_only_the_probe_query(response: Any) -> bool:
+    """A 400 of the strict query check (apps/core/query.py) for parameters the operation does
+    not take: decided before any lookup, the same for every id."""
+    try:
+        errors = response.json()
+    except ValueError:
+        return False
+    return bool(errors) and all(
+        isinstance(messages, list) and messages[0].startswith("Not a parameter")
+        for messages in errors.values()
+    )
+
+
+def verdict(principal: str, endpoint: Endpoint, method: str, response: Any) -> str | None:
     """Why this answer breaks isolation, or None when it is fine."""
     status = response.status_code
     body = b"" if response.streaming else response.content
@@ -198,21 +239,35 @@ def verdict(endpoint: Endpoint, method: str, response: Any) -> str | None:
         return f"server error {status}"
     if leaked:
         return f"{status} shows alice's {', '.join(leaked)}"
+    location = response.get("Location", "")
     if endpoint.name.startswith(ADMIN) and endpoint.params:
-        location = response.get("Location", "")
         return None if status == 302 and location.startswith("/admin/login/") else f"{status}"
     if not targets_alice(endpoint, method):
         return None
-    allowed = DENIED | {NO_SUCH_METHOD} | ({401} if endpoint.name.startswith(RUNNER_API) else set())
+    allowed = DENIED | {NO_SUCH_METHOD}
+    api = endpoint.name.startswith(RUNNER_API) or endpoint.route.startswith("api/")
+    if endpoint.name.startswith(RUNNER_API) or principal != "session":
+        allowed |= {NOT_AUTHENTICATED}
+    if status == 400 and method == "GET" and api and _refuses_only_the_probe_query(response):
+        return None  # the walk's query string refused before any lookup: says nothing of hers
+    if status == 302 and principal != "session" and not api:
+        return (
+            None if location.startswith(resolve_url(settings.LOGIN_URL)) else f"302 to {location}"
+        )
     return None if status in allowed else f"{status} (wanted one of {sorted(allowed)})"
 
 
-def test_charlie_reaches_none_of_alices_objects_through_any_url(alice, bob, acme, charlie, globex):
+@pytest.mark.parametrize("principal", PRINCIPALS)
+def test_no_outsider_reaches_alices_objects_through_any_url_or_method(
+    principal, alice, bob, acme, charlie, globex
+):
     world = build_alice_world(alice=alice, bob_approver=make_approver(bob, acme), acme=acme)
-    _, globex_credential = enrolled_runner(charlie, globex, name="globex-sim")
+    _, runner_credential = enrolled_runner(charlie, globex, name="globex-sim")
+    _, token = api_token_create(actor=Actor.for_user(charlie), user=charlie, team=globex, name="x")
+    credentials = {"runner": runner_credential, "token": token}
     before = world.snapshot()
     acme_events = AuditEvent.objects.filter(team=acme).count()
-    prober = Prober(charlie, globex_credential, probe_body(world, acme))
+    prober = Prober(principal, charlie, credentials, probe_body(world, acme))
     unfilled: list[str] = []
     value_of = value_filler(world, unfilled)
     checked: list[str] = []
@@ -222,10 +277,10 @@ def test_charlie_reaches_none_of_alices_objects_through_any_url(alice, bob, acme
         if not resolves_to(endpoint, path):
             failures.append(f"{path} does not resolve to {endpoint.route}")
             continue
-        for method in ("GET", "POST"):
+        for method in METHODS:
             response = prober.send(endpoint, method, path)
             checked.append(f"{method} {path} -> {response.status_code}")
-            problem = verdict(endpoint, method, response)
+            problem = verdict(principal, endpoint, method, response)
             if problem:
                 failures.append(f"{method} {path} [{endpoint.name}]: {problem}")
     after = world.snapshot()
@@ -233,7 +288,7 @@ def test_charlie_reaches_none_of_alices_objects_through_any_url(alice, bob, acme
     if changed:
         failures.append(f"alice's objects changed: {changed}")
     if AuditEvent.objects.filter(team=acme).count() != acme_events:
-        failures.append("charlie's requests wrote audit events of Acme")
+        failures.append(f"{principal} requests wrote audit events of Acme")
     assert not unfilled, "URL parameters the walk cannot fill (add them to the maps):\n" + (
         "\n".join(unfilled)
     )

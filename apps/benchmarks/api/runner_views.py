@@ -26,6 +26,8 @@ from apps.runners.api.views import CONFLICT, TAG, RunnerView, parsed_input
 
 
 class HeartbeatView(RunnerView):
+    names_objects = True  # the body names attempts (the schema's 404)
+
     @extend_schema(
         tags=[TAG],
         request=s.HeartbeatIn,

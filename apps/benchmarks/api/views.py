@@ -22,6 +22,7 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     serializer_class = PlanSerializer
     permission_classes = [TeamRolePermission]
+    names_objects = True  # the body names a selection (the schema's 404)
     lookup_value_regex = r"[0-9]+"  # the actions parse it as an integer
 
     def get_queryset(self):

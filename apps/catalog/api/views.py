@@ -35,6 +35,7 @@ from apps.catalog.models import (
     ModelSpec,
 )
 from apps.catalog.views.import_export import CONTENT_TYPES
+from apps.core.query import check_query
 
 READ_AND_WRITE = ["get", "post", "put", "patch", "head", "options"]
 
@@ -110,6 +111,7 @@ class CapabilityViewSet(CatalogViewSet):
     serializer_class = s.CapabilitySerializer
     filterset_class = CapabilityFilter
     http_method_names = [*READ_AND_WRITE, "delete"]
+    conflicts_on_write = True  # a cell that evidence still cites is not deleted (409)
 
     def perform_destroy(self, instance: Capability) -> None:
         services.entry_delete(actor=self._actor(), instance=instance)
@@ -129,6 +131,7 @@ class MatrixExportView(APIView):
         },
     )
     def get(self, request: Request) -> HttpResponse:
+        check_query(request, ["file_format"])
         file_format = request.query_params.get("file_format", "csv")
         if file_format not in FILE_FORMATS:
             return Response(

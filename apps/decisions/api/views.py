@@ -48,6 +48,8 @@ class DecisionViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     permission_classes = [TeamRolePermission]
     lookup_value_regex = r"[0-9]+"  # the actions parse it as an integer
+    names_objects = True  # a new record's body names a selection (the schema's 404)
+    conflicts_on_write = True  # a record no longer a draft, or moved meanwhile (409)
 
     def get_queryset(self):
         team = request_team(self.request)

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import TeamRolePermission
+from apps.core.query import check_query
 from apps.core.request_context import request_team
 from apps.evidence import selectors, services
 from apps.evidence.api.serializers import (
@@ -37,6 +38,7 @@ class SelectionEvidenceView(APIView):
         responses={200: EvidenceOut},
     )
     def get(self, request: Request, selection_id: int) -> Response:
+        check_query(request, ["reference"])
         evidence = selectors.selection_evidence(
             team=request_team(request),
             selection_id=selection_id,
@@ -50,6 +52,7 @@ class ImportView(APIView):
 
     permission_classes = [TeamRolePermission]
     parser_classes = [MultiPartParser]
+    names_objects = True  # the form names a selection (the schema's 404)
 
     @extend_schema(operation_id="evidence_import", request=ImportIn, responses={201: RunOut})
     def post(self, request: Request) -> Response:

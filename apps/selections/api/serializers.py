@@ -20,6 +20,7 @@ from stackselect_domain.workload import parse_length
 
 from apps.catalog.choices import AttentionKind, Maturity
 from apps.catalog.models import Accelerator, Feature, ModelSpec
+from apps.core.pagination import MAX_PAGE
 from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
 from apps.selections.choices import ComputeState, OperationalNeed
@@ -31,6 +32,8 @@ MAX_GPUS = 64
 # No model in the catalog reads more than a few hundred thousand tokens; ten million bounds the
 # lengths of a custom model that does not state its context.
 MAX_TOKENS = 10_000_000
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 100
 
 
 class CatalogSlugField(serializers.CharField):
@@ -421,6 +424,25 @@ class CandidateListSerializer(serializers.Serializer):
     kept = KeptCandidateSerializer(many=True)
     dropped = DroppedCandidateSerializer(many=True)
     dropped_groups = DroppedGroupSerializer(many=True)
+
+
+class CandidateQuerySerializer(serializers.Serializer):
+    """The candidate list's query string: each filter and page setting checked, so a bad
+    value is a 400 naming it rather than a filter silently dropped."""
+
+    engine = serializers.CharField(max_length=80, required=False, help_text="Engine slug.")
+    accelerator = serializers.CharField(
+        max_length=80, required=False, help_text="Accelerator slug."
+    )
+    precision = serializers.ChoiceField(choices=sorted(PRECISION_WORDS), required=False)
+    gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, required=False)
+    code = serializers.CharField(
+        max_length=80, required=False, help_text="Reason code (dropped stacks only)."
+    )
+    page = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, default=1)
+    page_size = serializers.IntegerField(
+        min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
+    )
 
 
 class CandidateChoiceSerializer(serializers.Serializer):

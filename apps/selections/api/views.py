@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
@@ -15,11 +15,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import TeamRolePermission
+from apps.core.query import check_query
 from apps.core.request_context import request_team
 from apps.selections import selectors, services
 from apps.selections.api.serializers import (
     CandidateChoiceSerializer,
     CandidateListSerializer,
+    CandidateQuerySerializer,
     ComputationSerializer,
     EstimateInputSerializer,
     EstimateOutputSerializer,
@@ -31,36 +33,6 @@ from apps.selections.api.serializers import (
 from apps.selections.choices import CandidateOutcome
 from apps.selections.models import Selection
 from apps.selections.stateless_estimate import stateless_estimate
-
-MAX_PAGE_SIZE = 500
-DEFAULT_PAGE_SIZE = 100
-
-_FILTER_PARAMS = [
-    OpenApiParameter("engine", str, description="Engine slug."),
-    OpenApiParameter("accelerator", str, description="Accelerator slug."),
-    OpenApiParameter("precision", str),
-    OpenApiParameter("gpu_count", int),
-    OpenApiParameter("code", str, description="Reason code (dropped stacks only)."),
-    OpenApiParameter("page", int),
-    OpenApiParameter("page_size", int, description=f"At most {MAX_PAGE_SIZE}."),
-]
-
-
-MAX_PAGE = 1_000_000  # far past any list, and the offset stays within a bigint
-
-
-def _page_args(request: Request) -> tuple[int, int]:
-    """page and page_size, whole numbers in range; anything else is a 400 naming the one."""
-
-    def number(name: str, default: int, highest: int) -> int:
-        value = request.query_params.get(name)
-        if value is None:
-            return default
-        if not (value.isdigit() and len(value) <= 7 and 1 <= int(value) <= highest):
-            raise DjangoValidationError({name: f"Must be a whole number from 1 to {highest}."})
-        return int(value)
-
-    return number("page", 1, MAX_PAGE), number("page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
 class SelectionViewSet(
@@ -108,18 +80,22 @@ class SelectionViewSet(
         )
         return Response(SelectionSerializer(selection).data)
 
-    @extend_schema(parameters=_FILTER_PARAMS, responses={200: CandidateListSerializer})
+    @extend_schema(parameters=[CandidateQuerySerializer], responses={200: CandidateListSerializer})
     @action(detail=True, methods=["get"])
     def candidates(self, request: Request, pk: str, format: str | None = None) -> Response:
         """Kept stacks ranked with score, estimate and hints; dropped ones with their reasons.
 
         Both lists are paged with the same page and page_size; dropped_groups covers all."""
         selection = self.get_object()
-        page, size = _page_args(request)
+        check_query(request, CandidateQuerySerializer().fields)
+        query = CandidateQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = dict(query.validated_data)
+        page, size = params.pop("page"), params.pop("page_size")
         window = slice((page - 1) * size, page * size)
         lists = {
             outcome: selectors.candidates_filtered(
-                selection=selection, outcome=outcome, params=request.query_params
+                selection=selection, outcome=outcome, params=params
             )
             for outcome in (CandidateOutcome.KEPT, CandidateOutcome.DROPPED)
         }
