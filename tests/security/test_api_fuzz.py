@@ -19,6 +19,7 @@ CI: a fixed number of examples, derandomized, no deadline.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -54,15 +55,13 @@ schema.config.checks.positive_data_acceptance = PositiveDataAcceptanceConfig(
 
 
 @pytest.fixture
-def fuzz_world(transactional_db, alice, bob, acme) -> dict[str, Any]:
+def fuzz_world(transactional_db, alice, bob, acme) -> Iterator[dict[str, Any]]:
     """Alice's objects, her API token and her runner's credential."""
     world = build_alice_world(alice=alice, bob_approver=make_approver(bob, acme), acme=acme)
     _, token = api_token_create(actor=Actor.for_user(alice), user=alice, team=acme, name="fuzz")
-    return {
-        "ids": real_ids(world),
-        "user_auth": f"Token {token}",
-        "runner_auth": f"Runner {world.runner_credential}",
-    }
+    CREDENTIALS.update(user_auth=f"Token {token}", runner_auth=f"Runner {world.runner_credential}")
+    yield {"ids": real_ids(world)}
+    CREDENTIALS.clear()
 
 
 def real_ids(world: AliceWorld) -> dict[str, str]:
@@ -114,24 +113,35 @@ def routed(path: str) -> bool:
 def test_every_operation_answers_without_5xx_and_as_documented(case, fuzz_world):
     aim_at_real_objects(case, fuzz_world["ids"])
     assume(routed(case.formatted_path))
-    case.call_and_validate(headers=auth_for(case, fuzz_world))
+    case.call_and_validate()
 
 
-def auth_for(case: Any, world: dict[str, Any]) -> dict[str, str]:
-    runner = case.operation.path.startswith(RUNNER_API)
-    return {"Authorization": world["runner_auth"] if runner else world["user_auth"]}
+# The credentials of the running test; filled by `fuzz_world`, read by the auth provider.
+CREDENTIALS: dict[str, str] = {}
+
+
+@schemathesis.auth(refresh_interval=None)
+class AliceCredentials:
+    """Alice's token on user operations, her runner's credential on runner operations.
+
+    Given to schemathesis as its auth provider (not as fixed headers), so its checks that
+    missing or wrong credentials are refused can take the credential away.
+    """
+
+    def get(self, case: Any, ctx: Any) -> str:
+        runner = case.operation.path.startswith(RUNNER_API)
+        return CREDENTIALS["runner_auth" if runner else "user_auth"]
+
+    def set(self, case: Any, data: str, ctx: Any) -> None:
+        case.headers = {**(case.headers or {}), "Authorization": data}
 
 
 @pytest.mark.slow
 def test_chains_of_linked_operations_answer_without_5xx_and_as_documented(fuzz_world):
     links = schema.as_state_machine()
 
-    class AliceWorkflow(links):
-        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
-            return {"headers": auth_for(case, fuzz_world)}
-
     assert links.bundles, "schemathesis inferred no links between the operations"
-    AliceWorkflow.run(
+    links.run(
         settings=settings(
             max_examples=STATEFUL_SCENARIOS, stateful_step_count=STATEFUL_STEPS, **BOUNDED
         )
