@@ -232,7 +232,7 @@ def test_goodput_attainment_falls_as_the_offered_rate_passes_capacity():
     workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
     slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
     points = goodput_curve(
-        workload, [2, 20, 200], n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo
+        workload, [2, 20, 200], n=400, seed=1, step_time=COST, config=CONFIG, slo=slo
     )
     attainments = [point.summary.attainment for point in points]
     assert [point.rate_rps for point in points] == [2, 20, 200]
@@ -244,7 +244,7 @@ def test_goodput_attainment_falls_as_the_offered_rate_passes_capacity():
 def test_the_max_rate_search_brackets_the_slo_boundary_within_two_percent():
     workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
     slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
-    kwargs = dict(n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo)
+    kwargs = dict(n=400, seed=1, step_time=COST, config=CONFIG, slo=slo)
     search = max_rate_meeting_slo(workload, **kwargs)
     assert search.rate_rps > 0
     assert search.summary.slo_met
@@ -255,7 +255,7 @@ def test_the_max_rate_search_brackets_the_slo_boundary_within_two_percent():
 def test_the_max_rate_is_zero_when_even_an_idle_server_misses_the_slo():
     workload = fixed_workload(512, 16, {"process": "poisson", "rate_rps": 1})
     search = max_rate_meeting_slo(
-        workload, n=50, seed=1, step_cost=COST, config=CONFIG, slo=SLO(ttft_ms=1)
+        workload, n=50, seed=1, step_time=COST, config=CONFIG, slo=SLO(ttft_ms=1)
     )
     assert search.rate_rps == 0
     assert search.summary is None
@@ -268,7 +268,7 @@ def test_load_sweeps_refuse_a_closed_loop_workload():
             [1.0],
             n=10,
             seed=0,
-            step_cost=COST,
+            step_time=COST,
             config=CONFIG,
             slo=SLO(ttft_ms=100),
         )
