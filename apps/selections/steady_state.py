@@ -50,7 +50,7 @@ GROWTH_FLOOR_MS = 50.0
 MIN_CAPACITY_SHARE = 0.01
 MAX_PROBES = 16
 # A capacity run lets each client send this many requests, so the warm-up wave is a small part.
-CLIENT_TURNS = 4
+CLIENT_TURNS = 8
 # A stationary run's measured arrivals span at least this many mean times in the system.
 SPAN_MULTIPLE = 5
 
