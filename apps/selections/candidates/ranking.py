@@ -13,7 +13,9 @@ Simulating every distinct replica of a whole-catalog goal (hundreds) takes minut
 leaders are simulated; a row says which comparison it is in and the method of every figure.
 The score is the ranked figure scaled by feature maturity, operational fit and project status,
 each kept in `score_components`. Ties are broken by a stated rule: fewer GPUs, then higher
-maturity, then lower cost per hour (when prices are given). Replicas the catalog cannot tell
+maturity, then lower cost per hour (when prices are given); rows equal on every one of these
+(two engines whose figures the model cannot tell apart) are marked `tied_with_above` and listed
+by name, so a tie is shown, never hidden behind an arbitrary order. Replicas the catalog cannot tell
 apart (backends of one engine, dp copies) share one simulation, and searches are cached by
 their inputs.
 """
@@ -61,7 +63,10 @@ STATUS_FACTORS = {
     ProjectStatus.MAINTENANCE: 0.8,
     ProjectStatus.ARCHIVED: 0.5,
 }
-TIE_BREAK_RULE = "fewer GPUs, then higher maturity, then lower cost per hour"
+TIE_BREAK_RULE = (
+    "fewer GPUs, then higher maturity, then lower cost per hour; rows equal on all of these are "
+    "marked as tied and listed by name"
+)
 
 Efficiencies = Mapping[tuple[str, str], Efficiency]
 
@@ -329,6 +334,9 @@ class Ranker:
 
     def order_key(self, verdict: Verdict) -> tuple:
         """Score first; ties by the stated rule: fewer GPUs, higher maturity, lower cost."""
+        return (*self._tie_keys(verdict), verdict.stack.label())
+
+    def _tie_keys(self, verdict: Verdict) -> tuple:
         cost = self.cost_per_hour(verdict.stack)
         return (
             -(verdict.score or 0.0),
@@ -352,8 +360,12 @@ class Ranker:
                 verdict.score = self.score(verdict, per_dollar=per_dollar)
         kept.sort(key=lambda v: (v.estimate["comparison"] != NATURE_SIMULATED, *self.order_key(v)))
         drawn: set[tuple] = set()  # one curve per distinct replica: backends share figures
+        previous: tuple | None = None
         for position, verdict in enumerate(kept, start=1):
             verdict.rank = position
+            keys = (verdict.estimate["comparison"], *self._tie_keys(verdict))
+            verdict.estimate["tied_with_above"] = keys == previous
+            previous = keys
             verdict.estimate["ranked_by"] = (
                 "requests_per_dollar" if per_dollar else "goodput_per_gpu_rps"
             )
