@@ -23,14 +23,13 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
-from stackselect_domain.ratesearch import RateSearch, SearchSpec
 from stackselect_domain.slo import SLO, SLOVerdict, judge
 from stackselect_domain.stepcost import StepCost
 from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider, step_function
-from stackselect_domain.workload import OpenLoopArrivals, Request, Workload, generate_requests
+from stackselect_domain.workload import Request
 
 FINISHED = "finished"
 REJECTED = "rejected"
@@ -558,102 +557,4 @@ def summarize_outcomes(
         percentiles_within_slo=within,
         slo_met=met,
         slo_verdict=verdict,
-    )
-
-
-# ---------------------------------------------------------------- load sweeps
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    rate_rps: float
-    summary: SimSummary
-
-
-# Doubling from the probe's throughput and bisecting to 2% take about 10; 60 is a safe cap.
-_MAX_SEARCH_PROBES = 60
-
-
-@dataclass(frozen=True)
-class RateFound:
-    """Highest offered rate found to meet the SLO (0 when none does) and its run's summary."""
-
-    rate_rps: float
-    summary: SimSummary | None
-    simulations: int
-
-
-def _open_loop(workload: Workload) -> OpenLoopArrivals:
-    if not isinstance(workload.arrival, OpenLoopArrivals):
-        raise ValueError("arrival: load sweeps need an open-loop arrival process")
-    return workload.arrival
-
-
-def goodput_curve(
-    workload: Workload,
-    rates: Sequence[float],
-    *,
-    n: int,
-    seed: int,
-    step_time: StepTimes,
-    config: EngineConfig,
-    slo: SLO,
-    max_sim_seconds: float | None = None,
-) -> list[CurvePoint]:
-    """Simulate the same seeded request set at each offered rate (requests/s)."""
-    _open_loop(workload)
-    points = []
-    for rate in rates:
-        requests = generate_requests(workload, n, seed, rate_rps=rate)
-        result = simulate(requests, step_time, config, max_sim_seconds, slo=slo)
-        points.append(CurvePoint(rate_rps=rate, summary=result.summary))
-    return points
-
-
-def max_rate_meeting_slo(
-    workload: Workload,
-    *,
-    n: int,
-    seed: int,
-    step_time: StepTimes,
-    config: EngineConfig,
-    slo: SLO,
-    tolerance: float = 0.02,
-    max_sim_seconds: float | None = None,
-) -> RateSearch:
-    """Search the offered rate with the runner's own `RateSearch`, on simulated probes.
-
-    The search starts at the throughput of a saturation probe (all n requests at time 0), which
-    bounds any sustainable rate, doubles while the SLO holds and bisects until the bracket is
-    within `tolerance`; it gives up (rate 0) below a thousandth of the probe's throughput.
-    """
-    _open_loop(workload)
-    if not 0 < tolerance < 1:
-        raise ValueError("tolerance: must be in (0, 1)")
-    burst = [replace(request, arrival_s=0.0) for request in generate_requests(workload, n, seed)]
-    probe = simulate(burst, step_time, config, max_sim_seconds).summary
-    start = max(probe.throughput_rps, 1e-6)
-    search = RateSearch(
-        SearchSpec(
-            slo=slo,
-            start_rate_rps=start,
-            min_rate_rps=start / 1000,
-            max_rate_rps=start * 2**30,
-            requests_per_probe=n,
-            max_probes=_MAX_SEARCH_PROBES,
-            tolerance=tolerance,
-        )
-    )
-    best: SimSummary | None = None
-    while (rate := search.next_rate()) is not None:
-        requests = generate_requests(workload, n, seed, rate_rps=rate)
-        summary = simulate(requests, step_time, config, max_sim_seconds, slo=slo).summary
-        verdict = summary.slo_verdict
-        if verdict is None or verdict.margin is None:
-            break
-        if search.record(rate, verdict).passed and rate == search.bracket()[0]:
-            best = summary
-    low = search.bracket()[0]
-    return RateFound(
-        rate_rps=low or 0.0, summary=best if low else None, simulations=len(search.probes) + 1
     )

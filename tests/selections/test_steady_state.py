@@ -130,3 +130,13 @@ def test_both_a_rate_and_a_concurrency_are_refused():
             rate_rps=1.0,
             concurrency=4,
         )
+
+
+def test_the_max_rate_is_zero_when_even_an_idle_replica_misses_the_slo():
+    cost, config = _replica()
+
+    found = steady_max_rate(
+        WORKLOAD, n=1000, seed=7, step_time=cost, config=config, slo=SLO(ttft_ms=1)
+    )
+
+    assert found.rate_rps == 0 and found.run is None and not found.stationary

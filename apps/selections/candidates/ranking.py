@@ -125,17 +125,17 @@ class Ranker:
         return memory
 
     def _latency(self, stack: Stack, concurrency: int) -> LatencyEstimate:
-        goal = self.goal
+        inputs = self.inputs(stack)
         return estimate_latency(
-            model=goal.arch,
-            accel=accelerator_spec(stack.accelerator),
-            precision=stack.precision,
-            kv_dtype=goal.kv_dtype_or_default,
-            parallelism=stack.layout,
-            isl=goal.isl,
-            osl=goal.osl,
+            model=inputs.model,
+            accel=inputs.accel,
+            precision=inputs.precision,
+            kv_dtype=inputs.kv_dtype,
+            parallelism=inputs.parallelism,
+            isl=self.goal.isl,
+            osl=self.goal.osl,
             concurrency=concurrency,
-            step_time=step_time_factory(self.inputs(stack), self.efficiency(stack)),
+            step_time=step_time_factory(inputs, self.efficiency(stack)),
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
