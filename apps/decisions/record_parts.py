@@ -95,8 +95,11 @@ def _estimate(candidate: Candidate) -> dict[str, Any]:
     latency = estimate.get("latency") or {}
     return {
         "goodput_per_gpu_rps": estimate.get("goodput_per_gpu_rps"),
+        "goodput_method": estimate.get("label"),
         "ttft_ms": latency.get("ttft_ms"),
         "tpot_ms": latency.get("tpot_ms"),
+        "latency_method": latency.get("label"),
+        "error_band": estimate.get("error_band"),
     }
 
 

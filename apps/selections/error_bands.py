@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -91,3 +91,30 @@ def write_bands(
     BANDS_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     _stored.cache_clear()
     return data
+
+
+# ---------------------------------------------------------------- as estimates carry them
+
+NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
+ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps")
+_STORED_AS = {"ttft_ms": "ttft", "tpot_ms": "tpot"}
+
+
+def band_record(method: str, metric: str) -> dict[str, Any]:
+    """An estimate's band for one of its figures: {"band": {"p10", "p90"}, "rows", "measured_on",
+    "source"}, or {"band": None, "reason": why there is none}."""
+    stored = _STORED_AS.get(metric)
+    band = error_band(method, stored) if stored else None
+    if band is None:
+        return {"band": None, "reason": NO_BAND_REASON}
+    return {
+        "band": {"p10": band.low, "p90": band.high},
+        "reason": None,
+        "rows": band.rows,
+        "measured_on": band.measured_on,
+        "source": band.source,
+    }
+
+
+def error_bands(method: str, metrics: Iterable[str] = ESTIMATE_METRICS) -> dict[str, Any]:
+    return {metric: band_record(method, metric) for metric in metrics}

@@ -19,6 +19,7 @@ from stackselect_domain.precision import (
     weight_precision,
 )
 from stackselect_domain.stepcost import StepCost
+from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider, step_function
 from stackselect_domain.vocabulary import ATTENTION_KINDS
 
 ACTIVATION_BYTES = 2  # activations travel between ranks in 16-bit
@@ -514,6 +515,10 @@ def build_step_cost(
 
 # ---------------------------------------------------------------- latency
 
+# (decode batch, mean context) -> the step-time provider for a replica at that load; the batch
+# and context freeze the MoE expert reads and sliding-window work, as in build_step_cost.
+StepTimeFactory = Callable[[int, float], StepTimeProvider]
+
 
 @dataclass(frozen=True)
 class LatencyEstimate:
@@ -537,8 +542,12 @@ def estimate_latency(
     osl: int,
     concurrency: int = 1,
     efficiency: Efficiency | None = None,
+    step_time: StepTimeFactory | None = None,
 ) -> LatencyEstimate:
     """TTFT and TPOT under continuous batching with `concurrency` sequences always in flight.
+
+    The step times come from `step_time` (steptime_providers.step_time_provider for a stack);
+    without it, from the plain roofline with `efficiency`.
 
     - prefill_ms: one request's prompt alone in a step (MoE: experts touched by isl tokens).
     - ttft_ms: that prompt sharing its step with the other concurrency - 1 sequences' decodes.
@@ -554,8 +563,8 @@ def estimate_latency(
     mean_context = isl + osl / 2
     others = concurrency - 1
 
-    def cost_for_batch(batch: int) -> StepCost:
-        return build_step_cost(
+    def roofline(batch: int, context: float) -> StepTimeProvider:
+        cost = build_step_cost(
             model=model,
             accel=accel,
             precision=precision,
@@ -563,23 +572,30 @@ def estimate_latency(
             parallelism=parallelism,
             efficiency=efficiency,
             decode_batch=batch,
-            context=mean_context,
+            context=context,
         )
+        return RooflineStepTime(cost)
 
-    prefill = cost_for_batch(isl).step_seconds(isl, isl, _triangle(isl))
-    ttft = cost_for_batch(isl + others).step_seconds(
-        isl + others, isl + others * mean_context, _triangle(isl) + others * mean_context
+    def seconds_at(batch: int):
+        return step_function((step_time or roofline)(batch, mean_context))
+
+    # (prefill tokens, decode sequences, KV tokens read, attention pairs) of each typical step
+    prefill = seconds_at(isl)(isl, 0, isl, _triangle(isl))
+    ttft = seconds_at(isl + others)(
+        isl, others, isl + others * mean_context, _triangle(isl) + others * mean_context
     )
-    cost = cost_for_batch(concurrency)
+    step = seconds_at(concurrency)
     decode_kv = concurrency * mean_context
-    decode_step = cost.step_seconds(concurrency, decode_kv, decode_kv)
+    decode_step = step(0, concurrency, decode_kv, decode_kv)
     prefills_per_step = others / osl
-    tpot = cost.step_seconds(
-        concurrency + prefills_per_step * isl,
+    tpot = step(
+        prefills_per_step * isl,
+        concurrency,
         decode_kv + prefills_per_step * isl,
         decode_kv + prefills_per_step * _triangle(isl),
     )
-    floor = cost.weight_bytes / (accel.bandwidth_tbps * 1e12)
+    touched = experts_touched_fraction(model=model, batch=concurrency)
+    floor = _weight_bytes(model, precision, parallelism, touched) / (accel.bandwidth_tbps * 1e12)
     return LatencyEstimate(
         ttft_ms=ttft * 1e3,
         tpot_ms=tpot * 1e3,
@@ -600,6 +616,7 @@ def max_concurrency_at_tpot(
     isl: int,
     osl: int,
     efficiency: Efficiency | None = None,
+    step_time: StepTimeFactory | None = None,
     upper_bound: int | None = None,
 ) -> int:
     """Largest concurrency whose estimated TPOT meets the target; 0 when even one sequence misses.
@@ -622,7 +639,9 @@ def max_concurrency_at_tpot(
     _require(upper_bound >= 0, "upper_bound", "must not be negative")
 
     def meets(concurrency: int) -> bool:
-        estimate = estimate_latency(**deployment, concurrency=concurrency, efficiency=efficiency)
+        estimate = estimate_latency(
+            **deployment, concurrency=concurrency, efficiency=efficiency, step_time=step_time
+        )
         return estimate.tpot_ms <= target_tpot_ms
 
     return largest_meeting(meets, upper_bound)

@@ -4,7 +4,8 @@ The scheduler follows vLLM's unified (V1-style) loop: every step first gives eac
 sequence one token, then continues partial prefills, then admits waiting requests in arrival
 order, all within a token budget. KV memory is counted in blocks; when a running sequence needs a
 block and none is free, the newest running sequence is preempted and later recomputed. A step
-lasts `StepCost.step_seconds` of the tokens it processes.
+lasts what the replica's step-time provider (stackselect_domain.steptime) says for the batch it
+processes: the roofline, or any other provider that covers the stack.
 
 Prefix caching is simplified: a prefix group counts as cached once any request has computed its
 prefix, and stays cached (no eviction). A hit skips the compute of the prefix's whole blocks, but
@@ -22,19 +23,26 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
-from stackselect_domain.ratesearch import RateSearch, SearchSpec
 from stackselect_domain.slo import SLO, SLOVerdict, judge
 from stackselect_domain.stepcost import StepCost
-from stackselect_domain.workload import OpenLoopArrivals, Request, Workload, generate_requests
+from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider, step_function
+from stackselect_domain.workload import Request
 
 FINISHED = "finished"
 REJECTED = "rejected"
 UNFINISHED = "unfinished"
 
 _WAITING, _PREFILLING, _DECODING, _DONE = range(4)
+
+StepTimes = StepTimeProvider | StepCost
+
+
+def as_provider(step_time: StepTimes) -> StepTimeProvider:
+    """A bare StepCost (the simulated engine's wire format) is the plain roofline provider."""
+    return RooflineStepTime(step_time) if isinstance(step_time, StepCost) else step_time
 
 
 @dataclass(frozen=True)
@@ -187,12 +195,12 @@ class _Engine:
     def __init__(
         self,
         requests: Sequence[Request],
-        step_cost: StepCost,
+        step_time: StepTimeProvider,
         config: EngineConfig,
         max_sim_seconds: float | None,
         concurrency: int | None,
     ) -> None:
-        self.cost = step_cost
+        self.seconds = step_function(step_time)
         self.config = config
         self.max_sim_seconds = max_sim_seconds
         self.closed_loop = concurrency is not None
@@ -271,7 +279,7 @@ class _Engine:
             attn += (end * (end + 1) - start * (start + 1)) // 2
         if tokens == 0:
             raise RuntimeError("scheduler made no progress")  # would be a bug, not bad input
-        self.clock += self.cost.step_seconds(tokens, kv_read, attn)
+        self.clock += self.seconds(tokens - decoders, decoders, kv_read, attn)
         self.batch_tokens += tokens
         self.decoder_computed += decoders
         for seq, chunk in chunks:
@@ -465,7 +473,7 @@ class _Engine:
 
 def simulate(
     requests: Sequence[Request],
-    step_cost: StepCost,
+    step_time: StepTimes,
     config: EngineConfig,
     max_sim_seconds: float | None = None,
     *,
@@ -476,7 +484,8 @@ def simulate(
 
     Open loop by default (requests arrive at arrival_s). With `concurrency`, closed loop:
     that many clients each send the next request, in index order, when their previous one ends.
-    The simulation is deterministic: the same inputs always give the same result.
+    The simulation is deterministic: the same inputs always give the same result. `step_time`
+    is a provider (a bare StepCost is the plain roofline).
     """
     if len({request.index for request in requests}) != len(requests):
         raise ValueError("requests: indexes must be unique")
@@ -487,7 +496,7 @@ def simulate(
         raise ValueError("concurrency: must be at least 1")
     if max_sim_seconds is not None and not max_sim_seconds > 0:
         raise ValueError("max_sim_seconds: must be positive")
-    engine = _Engine(requests, step_cost, config, max_sim_seconds, concurrency)
+    engine = _Engine(requests, as_provider(step_time), config, max_sim_seconds, concurrency)
     rows = engine.run()
     summary = summarize_outcomes(
         rows,
@@ -548,102 +557,4 @@ def summarize_outcomes(
         percentiles_within_slo=within,
         slo_met=met,
         slo_verdict=verdict,
-    )
-
-
-# ---------------------------------------------------------------- load sweeps
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    rate_rps: float
-    summary: SimSummary
-
-
-# Doubling from the probe's throughput and bisecting to 2% take about 10; 60 is a safe cap.
-_MAX_SEARCH_PROBES = 60
-
-
-@dataclass(frozen=True)
-class RateFound:
-    """Highest offered rate found to meet the SLO (0 when none does) and its run's summary."""
-
-    rate_rps: float
-    summary: SimSummary | None
-    simulations: int
-
-
-def _open_loop(workload: Workload) -> OpenLoopArrivals:
-    if not isinstance(workload.arrival, OpenLoopArrivals):
-        raise ValueError("arrival: load sweeps need an open-loop arrival process")
-    return workload.arrival
-
-
-def goodput_curve(
-    workload: Workload,
-    rates: Sequence[float],
-    *,
-    n: int,
-    seed: int,
-    step_cost: StepCost,
-    config: EngineConfig,
-    slo: SLO,
-    max_sim_seconds: float | None = None,
-) -> list[CurvePoint]:
-    """Simulate the same seeded request set at each offered rate (requests/s)."""
-    _open_loop(workload)
-    points = []
-    for rate in rates:
-        requests = generate_requests(workload, n, seed, rate_rps=rate)
-        result = simulate(requests, step_cost, config, max_sim_seconds, slo=slo)
-        points.append(CurvePoint(rate_rps=rate, summary=result.summary))
-    return points
-
-
-def max_rate_meeting_slo(
-    workload: Workload,
-    *,
-    n: int,
-    seed: int,
-    step_cost: StepCost,
-    config: EngineConfig,
-    slo: SLO,
-    tolerance: float = 0.02,
-    max_sim_seconds: float | None = None,
-) -> RateSearch:
-    """Search the offered rate with the runner's own `RateSearch`, on simulated probes.
-
-    The search starts at the throughput of a saturation probe (all n requests at time 0), which
-    bounds any sustainable rate, doubles while the SLO holds and bisects until the bracket is
-    within `tolerance`; it gives up (rate 0) below a thousandth of the probe's throughput.
-    """
-    _open_loop(workload)
-    if not 0 < tolerance < 1:
-        raise ValueError("tolerance: must be in (0, 1)")
-    burst = [replace(request, arrival_s=0.0) for request in generate_requests(workload, n, seed)]
-    probe = simulate(burst, step_cost, config, max_sim_seconds).summary
-    start = max(probe.throughput_rps, 1e-6)
-    search = RateSearch(
-        SearchSpec(
-            slo=slo,
-            start_rate_rps=start,
-            min_rate_rps=start / 1000,
-            max_rate_rps=start * 2**30,
-            requests_per_probe=n,
-            max_probes=_MAX_SEARCH_PROBES,
-            tolerance=tolerance,
-        )
-    )
-    best: SimSummary | None = None
-    while (rate := search.next_rate()) is not None:
-        requests = generate_requests(workload, n, seed, rate_rps=rate)
-        summary = simulate(requests, step_cost, config, max_sim_seconds, slo=slo).summary
-        verdict = summary.slo_verdict
-        if verdict is None or verdict.margin is None:
-            break
-        if search.record(rate, verdict).passed and rate == search.bracket()[0]:
-            best = summary
-    low = search.bracket()[0]
-    return RateFound(
-        rate_rps=low or 0.0, summary=best if low else None, simulations=len(search.probes) + 1
     )

@@ -1,18 +1,57 @@
-"""The stateless estimate behind POST /api/v1/estimate/: catalog rows in, estimator figures out."""
+"""The stateless estimate behind POST /api/v1/estimate/: catalog rows in, predictions out.
+
+The analytic figures (one typical request at the given concurrency, no queueing) are always
+answered. With a `concurrency` (closed loop) or a `rate_rps` (open loop, Poisson) the
+continuous-batching simulator runs the replica to a steady state on the same step-time
+provider, and its means and percentiles become the answer, with whether the run was
+stationary. Every answer names its method and carries an error band per metric (null with the
+reason until held-out accuracy is measured) and the nearest published measurements.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from apps.catalog.models import Accelerator, ModelSpec
-from apps.selections.catalog_adapter import accelerator_spec, default_kv_dtype, model_arch
+from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED
+from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
+
+from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
+from apps.selections.candidates.capacity import FALLBACK_FRACTION, memory_rule
+from apps.selections.catalog_adapter import (
+    FALLBACK_BATCHED_TOKENS,
+    FALLBACK_BLOCK_SIZE,
+    FALLBACK_MAX_SEQS,
+    accelerator_spec,
+    default_kv_dtype,
+    engine_config,
+    model_arch,
+)
+from apps.selections.engine_profiles import engine_profile
+from apps.selections.error_bands import error_bands
 from apps.selections.estimator import (
+    MEMORY_BASIS_TOTAL,
     Parallelism,
     estimate_latency,
     estimate_memory,
     kv_bytes_per_token,
     max_concurrency_at_tpot,
 )
+from apps.selections.simulator import EngineConfig
+from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_run
+from apps.selections.steptime_providers import (
+    StackInputs,
+    method_record,
+    step_time_factory,
+    step_time_provider,
+)
+
+PUBLISHED_NOTE = "no published measurements are imported into the catalog yet"
+ESTIMATE_SEED = 20_260_101
+# Decode steps one simulated answer may take at most (about 1.5 us each): beyond it the
+# request is refused with a field error instead of holding a worker for minutes.
+MAX_SIMULATED_STEPS = 4_000_000
+METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
 
 def stateless_estimate(
@@ -24,11 +63,17 @@ def stateless_estimate(
     tp: int,
     isl: int,
     osl: int,
-    concurrency: int = 1,
+    concurrency: int | None = None,
+    rate_rps: float | None = None,
     kv_dtype: str = "",
     tpot_ms: float | None = None,
+    engine: str = "",
+    engine_version: str = "",
+    backend: str = "",
+    ep: int = 1,
+    dp: int | None = None,
 ) -> dict[str, Any]:
-    """One replica of tp GPUs (gpu_count / tp replicas side by side share nothing).
+    """One replica of tp GPUs (dp = gpu_count / tp replicas side by side share nothing).
 
     Figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
     field that makes the layout impossible (tp that does not divide the heads, ...).
@@ -37,7 +82,21 @@ def stateless_estimate(
     arch = model_arch(spec)
     accel = accelerator_spec(Accelerator.objects.get(slug=accelerator))
     kv_dtype = kv_dtype or default_kv_dtype(spec)
-    layout = Parallelism(tp=tp, dp=gpu_count // tp)
+    if dp is not None and dp * tp != gpu_count:
+        raise ValueError("dp: tp x dp must equal gpu_count")
+    layout = Parallelism(tp=tp, ep=ep, dp=gpu_count // tp)
+    release = _release(engine, engine_version)
+    stack = StackInputs(
+        model=arch,
+        accel=accel,
+        precision=precision,
+        kv_dtype=kv_dtype,
+        parallelism=layout,
+        engine=engine,
+        engine_version=release.version if release else "",
+        backend=backend or None,
+    )
+    rule = memory_rule(release) if release else None
     shared = {
         "model": arch,
         "accel": accel,
@@ -47,18 +106,123 @@ def stateless_estimate(
         "isl": isl,
         "osl": osl,
     }
-    memory = estimate_memory(**shared)
-    latency = estimate_latency(**shared, concurrency=concurrency)
+    memory = estimate_memory(
+        **shared,
+        gpu_memory_utilization=rule.fraction if rule else FALLBACK_FRACTION,
+        memory_basis=rule.basis if rule else MEMORY_BASIS_TOTAL,
+    )
+    factory = step_time_factory(stack)
+    latency = estimate_latency(**shared, concurrency=concurrency or 1, step_time=factory)
+    analytic = {
+        "ttft_ms": latency.ttft_ms,
+        "tpot_ms": latency.tpot_ms,
+        "e2e_ms": latency.ttft_ms + latency.tpot_ms * max(osl - 1, 0),
+    }
     max_concurrency = None
     if tpot_ms is not None:
-        max_concurrency = max_concurrency_at_tpot(target_tpot_ms=tpot_ms, **shared)
-    return {
+        max_concurrency = max_concurrency_at_tpot(
+            target_tpot_ms=tpot_ms, **shared, step_time=factory
+        )
+    provider = step_time_provider(stack, decode_batch=concurrency or 1, context=isl + osl / 2)
+    answer: dict[str, Any] = {
         "weights_gb_per_gpu": memory.weights_gb_per_gpu,
         "kv_bytes_per_token": kv_bytes_per_token(model=arch, kv_dtype=kv_dtype),
         "kv_capacity_tokens": memory.kv_capacity_tokens,
         "fits": memory.fits,
         "fit_reason": memory.reason,
-        "ttft_ms": latency.ttft_ms,
-        "tpot_ms": latency.tpot_ms,
         "max_concurrency_at_tpot_slo": max_concurrency,
+        "engine": engine or None,
+        "engine_version": release.version if release else None,
+        "backend": backend or None,
+        "step_time_basis": engine_profile(engine).basis,
+        "analytic": analytic,
+        **analytic,
+        **_method(method_record(provider, NATURE_ANALYTIC)),
+        "percentiles": None,
+        "stationary": None,
+        "stationarity": None,
+        "published": [],
+        "published_note": PUBLISHED_NOTE,
     }
+    wants_simulation = concurrency is not None or rate_rps is not None
+    if wants_simulation and memory.fits:
+        _check_simulation_size(osl, concurrency)
+        config = _config(release, memory.kv_capacity_tokens)
+        workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
+        run = steady_run(
+            workload,
+            n=MIN_STEADY_REQUESTS,
+            seed=ESTIMATE_SEED,
+            step_time=provider,
+            config=config,
+            slo=None,
+            rate_rps=rate_rps,
+            concurrency=concurrency,
+        )
+        summary = run.summary
+        percentiles = {
+            metric: asdict(getattr(summary, metric)) if getattr(summary, metric) else None
+            for metric in METRICS
+        }
+        answer.update(
+            {
+                metric: figures["mean"] if figures else None
+                for metric, figures in percentiles.items()
+            }
+        )
+        answer.update(_method(method_record(provider, NATURE_SIMULATED)))
+        answer["percentiles"] = percentiles
+        answer["throughput_rps"] = summary.throughput_rps
+        answer["stationary"] = run.stationarity.stationary
+        answer["stationarity"] = run.stationarity.reason
+    elif wants_simulation:
+        answer["stationarity"] = f"not simulated: {memory.reason}"
+    answer["error_band"] = error_bands(answer["method"], METRICS)
+    return answer
+
+
+def _method(record: dict[str, str]) -> dict[str, str]:
+    return {
+        "method": record["method"],
+        "nature": record["nature"],
+        "method_label": record["label"],
+    }
+
+
+def _release(engine: str, version: str) -> EngineRelease | None:
+    """The named release of the engine, or its newest in the catalog; None without an engine."""
+    if not engine:
+        if version:
+            raise ValueError("engine_version: give the engine it belongs to")
+        return None
+    releases = EngineRelease.objects.filter(engine__slug=engine).select_related("engine")
+    if version:
+        release = releases.filter(version=version).first()
+        if release is None:
+            raise ValueError(f"engine_version: the catalog has no {engine} release {version!r}")
+        return release
+    release = releases.order_by("-release_date", "-as_of", "-pk").first()
+    if release is None:
+        raise ValueError(f"engine: the catalog has no release of {engine}")
+    return release
+
+
+def _config(release: EngineRelease | None, kv_capacity_tokens: int) -> EngineConfig:
+    """The release's scheduler; without an engine, the fallback budgets catalog_adapter names."""
+    if release is not None:
+        return engine_config(release, kv_capacity_tokens=kv_capacity_tokens)
+    return EngineConfig(
+        max_num_batched_tokens=FALLBACK_BATCHED_TOKENS,
+        max_num_seqs=FALLBACK_MAX_SEQS,
+        kv_capacity_tokens=kv_capacity_tokens,
+        kv_block_size=FALLBACK_BLOCK_SIZE,
+    )
+
+
+def _check_simulation_size(osl: int, concurrency: int | None) -> None:
+    steps = MIN_STEADY_REQUESTS * osl / (concurrency or 1)
+    if steps > MAX_SIMULATED_STEPS:
+        raise ValueError(
+            f"osl: {MIN_STEADY_REQUESTS} requests of {osl} output tokens at this load take too "
+            "long to simulate here; leave out concurrency and rate_rps for the analytic estimate"
+        )

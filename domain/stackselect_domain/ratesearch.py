@@ -17,8 +17,8 @@ ends early at `max_rate_rps` when it passes (the answer is "at least" that rate)
 when `stackselect_domain.slo.judge` says the SLO holds there, percentile included.
 
 `max_rate_between` reads the same answer off a finished sweep of load points. The runner drives
-`RateSearch` against an engine, the simulator against its model; the evidence analysis uses
-`max_rate_between`.
+`RateSearch` against an engine (the server's simulator bisects stationary runs instead, in
+apps/selections/steady_state.py); the evidence analysis uses `max_rate_between`.
 """
 
 from __future__ import annotations

@@ -9,16 +9,26 @@ method, and that name travels with every figure computed from it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from stackselect_domain.checks import require_int
+from stackselect_domain.checks import require_int, require_number
 from stackselect_domain.stepcost import StepCost
 
 METHOD_ROOFLINE = "roofline"
 METHOD_AICONFIGURATOR = "aiconfigurator"
 METHOD_CALIBRATED = "calibrated"
 METHODS = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR, METHOD_CALIBRATED)
+
+# How a figure was computed from a provider's step times: a discrete-event simulation of the
+# engine's scheduler over a request stream, or the closed-form steady state of one typical request.
+NATURE_SIMULATED = "simulated"
+NATURE_ANALYTIC = "analytic"
+NATURES = (NATURE_SIMULATED, NATURE_ANALYTIC)
+
+# (prefill tokens, decode sequences, KV tokens read, attention token-context pairs) -> seconds.
+StepFunction = Callable[[float, float, float, float], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +67,53 @@ class StepTimeProvider(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RooflineStepTime:
-    """The roofline provider: the step-cost formula the simulated engine also sleeps by."""
+    """The roofline provider: the step-cost formula the simulated engine also sleeps by.
+
+    An engine that replays decode-only steps as captured CUDA graphs (up to `graph_max_batch`
+    sequences) saves `graph_saving_s` of its per-step host overhead on those steps; a step with
+    any prefill tokens, or a larger batch, runs eagerly. `engine` names the profile the factors
+    came from (empty for the plain formula).
+    """
 
     cost: StepCost
     method: str = METHOD_ROOFLINE
+    graph_max_batch: int = 0
+    graph_saving_s: float = 0.0
+    engine: str = ""
+
+    def __post_init__(self) -> None:
+        require_int(self.graph_max_batch, "graph_max_batch", 0)
+        saving = require_number(self.graph_saving_s, "graph_saving_s", 0.0)
+        if saving > self.cost.step_overhead_s:
+            raise ValueError("graph_saving_s must not exceed the step cost's step_overhead_s")
+
+    def seconds(
+        self, prefill_tokens: float, decode_seqs: float, kv_tokens_read: float, attn_ctx: float
+    ) -> float:
+        """The step time of a batch given as plain numbers (the analytic estimate's averages
+        are fractional; the simulator calls this once per step, so it builds no StepBatch)."""
+        seconds = self.cost.step_seconds(prefill_tokens + decode_seqs, kv_tokens_read, attn_ctx)
+        if prefill_tokens == 0 and 0 < decode_seqs <= self.graph_max_batch:
+            seconds -= self.graph_saving_s
+        return seconds
 
     def step_seconds(self, batch: StepBatch) -> float:
-        cost = self.cost
-        return cost.step_seconds(batch.batch_tokens, batch.kv_tokens_read, batch.attn_token_ctx)
+        return self.seconds(
+            batch.prefill_tokens, batch.decode_seqs, batch.kv_tokens_read, batch.attn_token_ctx
+        )
+
+
+def step_function(provider: StepTimeProvider) -> StepFunction:
+    """The provider's step time as a function of plain numbers.
+
+    The roofline answers fractional averages directly; any other provider is asked through the
+    protocol with the batch rounded to whole tokens.
+    """
+    if isinstance(provider, RooflineStepTime):
+        return provider.seconds
+
+    def seconds(prefill: float, decode: float, kv_read: float, attn: float) -> float:
+        batch = StepBatch(round(prefill), round(decode), round(kv_read), round(attn))
+        return provider.step_seconds(batch)
+
+    return seconds

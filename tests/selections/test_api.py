@@ -206,8 +206,11 @@ def test_the_estimate_endpoint_returns_the_estimators_numbers(catalog, alice_cli
     assert body["weights_gb_per_gpu"] == pytest.approx(8.03 * 2 / 2)
     assert body["kv_capacity_tokens"] == memory.kv_capacity_tokens
     assert body["fits"] is True
-    assert body["ttft_ms"] == pytest.approx(latency.ttft_ms)
-    assert body["tpot_ms"] == pytest.approx(latency.tpot_ms)
+    assert body["analytic"]["ttft_ms"] == pytest.approx(latency.ttft_ms)
+    assert body["analytic"]["tpot_ms"] == pytest.approx(latency.tpot_ms)
+    # A concurrency asks for the simulated steady state: its means answer, with percentiles.
+    assert (body["method"], body["nature"]) == ("roofline", "simulated")
+    assert body["ttft_ms"] == pytest.approx(body["percentiles"]["ttft_ms"]["mean"])
     assert body["max_concurrency_at_tpot_slo"] == max_concurrency_at_tpot(
         target_tpot_ms=30, **shared
     )
@@ -241,3 +244,98 @@ def test_the_schema_documents_the_selection_endpoints(alice_client):
     assert {"400", "401", "403", "404", "429", "503"} <= set(compute["responses"])
     assert "/api/v1/selections/{id}/candidates/status/" in schema["paths"]
     assert "custom_model" in schema["components"]["schemas"]["Workload"]["properties"]
+
+
+MI300X_STACK = {
+    "model": "llama-3.1-70b",
+    "precision": "bf16",
+    "accelerator": "mi300x",
+    "gpu_count": 8,
+    "tp": 8,
+    "isl": 1024,
+    "osl": 256,
+}
+
+
+def test_the_estimate_answers_an_8x_mi300x_stack_with_the_roofline_and_says_so(
+    catalog, alice_client
+):
+    body = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "vllm"}).json()
+
+    assert body["fits"] is True
+    assert (body["method"], body["nature"]) == ("roofline", "analytic")
+    assert body["method_label"] == "roofline, analytic"
+    assert body["engine"] == "vllm" and body["engine_version"]
+    assert body["ttft_ms"] > 0 and body["tpot_ms"] > 0
+    assert body["e2e_ms"] == pytest.approx(body["ttft_ms"] + 255 * body["tpot_ms"])
+    assert body["percentiles"] is None and body["stationary"] is None
+    for metric in ("ttft_ms", "tpot_ms"):  # the roofline's band measured on held-out rows
+        band = body["error_band"][metric]
+        assert band["band"]["p10"] < 0 < band["band"]["p90"], band
+        assert band["rows"] > 0 and band["measured_on"] and "held-out" in band["source"]
+    assert body["error_band"]["e2e_ms"]["band"] is None
+    assert "no held-out accuracy" in body["error_band"]["e2e_ms"]["reason"]
+    assert body["published"] == [] and body["published_note"]
+
+
+def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, alice_client):
+    payload = {**MI300X_STACK, "engine": "sglang", "rate_rps": 2}
+
+    body = _post(alice_client, "/api/v1/estimate/", payload).json()
+
+    assert (body["method"], body["nature"]) == ("roofline", "simulated")
+    assert body["stationary"] is True, body["stationarity"]
+    assert body["throughput_rps"] == pytest.approx(2, rel=0.15)
+    ttft = body["percentiles"]["ttft_ms"]
+    assert ttft["p50"] <= ttft["p99"]
+    assert body["ttft_ms"] == pytest.approx(ttft["mean"])
+
+
+def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alice_client):
+    response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "no-such"})
+
+    assert response.status_code == 400
+    assert "engine" in response.json()
+
+
+def test_the_estimate_refuses_an_orchestrator_as_the_engine(catalog, alice_client):
+    response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "ray-serve-llm"})
+
+    assert response.status_code == 400
+    assert "not a serving engine" in str(response.json()["engine"])
+
+
+def test_the_estimate_refuses_both_a_concurrency_and_a_rate(catalog, alice_client):
+    payload = {**MI300X_STACK, "concurrency": 4, "rate_rps": 2}
+
+    response = _post(alice_client, "/api/v1/estimate/", payload)
+
+    assert response.status_code == 400
+    assert "rate_rps" in response.json()
+
+
+def test_the_estimate_refuses_an_unknown_release_and_a_backend_the_engine_lacks(
+    catalog, alice_client
+):
+    version = _post(
+        alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "vllm", "engine_version": "0"}
+    )
+    backend = _post(
+        alice_client,
+        "/api/v1/estimate/",
+        {**MI300X_STACK, "engine": "vllm", "backend": "turbomind"},
+    )
+
+    assert version.status_code == 400 and "engine_version" in version.json()
+    assert backend.status_code == 400 and "backend" in backend.json()
+
+
+def test_two_engines_on_one_layout_get_different_estimates_each_named(catalog, alice_client):
+    payload = {**MI300X_STACK, "model": "llama-3.1-8b", "gpu_count": 1, "tp": 1, "concurrency": 8}
+
+    vllm = _post(alice_client, "/api/v1/estimate/", {**payload, "engine": "vllm"}).json()
+    tgi = _post(alice_client, "/api/v1/estimate/", {**payload, "engine": "tgi"}).json()
+
+    assert vllm["method_label"] == tgi["method_label"] == "roofline, simulated"
+    assert vllm["step_time_basis"] != tgi["step_time_basis"]
+    assert vllm["tpot_ms"] != pytest.approx(tgi["tpot_ms"], rel=0.01)

@@ -122,9 +122,13 @@ def test_kept_candidates_are_ranked_by_score_with_the_leaders_simulated(
     kept = _kept(selection)
     assert [c.rank for c in kept] == list(range(1, len(kept) + 1))
     scores = [c.score for c in kept]
-    simulated = [c for c in kept if c.estimate["source"] == "simulator"]
-    assert simulated and kept[0].estimate["source"] == "simulator"
+    simulated = [c for c in kept if c.estimate["comparison"] == "simulated"]
+    assert simulated and kept[0].estimate["label"] == "roofline, simulated"
+    assert kept[: len(simulated)] == simulated  # the simulated comparison comes first
     assert scores[: len(simulated)] == sorted(scores[: len(simulated)], reverse=True)
+    analytic = kept[len(simulated) :]
+    assert all(c.estimate["label"] == "roofline, analytic" for c in analytic)
+    assert [c.score for c in analytic] == sorted((c.score for c in analytic), reverse=True)
     assert any("curve" in c.estimate for c in simulated)
     # An H100 streams weights 11x faster than an L4, so it leads per GPU.
     assert kept[0].stack["accelerator"] == "h100-sxm"

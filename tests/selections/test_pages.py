@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -204,3 +206,41 @@ def test_the_groups_are_stored_with_the_candidates_and_cleared_with_the_goal(
     edited = update_selection(user=alice, selection=computed, payload=goal_payload)
     edited.refresh_from_db()
     assert edited.dropped_groups is None and not edited.candidates.exists()
+
+
+def _kept_rows(page: str) -> list[dict[str, str]]:
+    rows = re.findall(r"<tr data-candidate=[^>]*>", page)
+    keys = ("rank", "score", "comparison", "gpus", "maturity", "cost", "tied")
+    return [
+        {key: re.search(rf'data-{key}="([^"]*)"', row).group(1) for key in keys} for row in rows
+    ]
+
+
+def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the_rule(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(
+        accelerators=["h100-sxm", "mi300x"], max_gpus=2, prices={"h100-sxm": 3, "mi300x": 2}
+    )
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    rows = _kept_rows(page)
+    assert len(rows) > 5
+    assert "Ties: fewer GPUs, then higher maturity, then lower cost per hour" in page
+    assert 'data-field="score-components"' in page
+    assert "(roofline, simulated)" in page and "(roofline, analytic)" in page
+    for above, below in pairwise(rows):
+        if above["comparison"] != below["comparison"]:
+            assert (above["comparison"], below["comparison"]) == ("simulated", "analytic")
+            continue
+        assert float(above["score"]) >= float(below["score"])
+        keys_above = (int(above["gpus"]), -float(above["maturity"]), float(above["cost"]))
+        keys_below = (int(below["gpus"]), -float(below["maturity"]), float(below["cost"]))
+        if above["score"] == below["score"] and keys_above == keys_below:
+            assert below["tied"] == "1", (above, below)  # shown as a tie, never hidden
+        else:
+            assert below["tied"] == "", (above, below)
+            assert above["score"] != below["score"] or keys_above < keys_below

@@ -11,8 +11,6 @@ from apps.selections.simulator import (
     SLO,
     UNFINISHED,
     EngineConfig,
-    goodput_curve,
-    max_rate_meeting_slo,
     simulate,
 )
 
@@ -226,52 +224,6 @@ def test_slo_attainment_counts_every_request_against_every_target():
     assert tight.attainment == 0.0
     assert tight.goodput_rps == 0
     assert not tight.slo_met
-
-
-def test_goodput_attainment_falls_as_the_offered_rate_passes_capacity():
-    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
-    slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
-    points = goodput_curve(
-        workload, [2, 20, 200], n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo
-    )
-    attainments = [point.summary.attainment for point in points]
-    assert [point.rate_rps for point in points] == [2, 20, 200]
-    assert attainments[0] > 0.95
-    assert attainments[-1] < 0.5
-    assert attainments == sorted(attainments, reverse=True)
-
-
-def test_the_max_rate_search_brackets_the_slo_boundary_within_two_percent():
-    workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 1})
-    slo = SLO(ttft_ms=300, tpot_ms=60, attainment=0.9)
-    kwargs = dict(n=400, seed=1, step_cost=COST, config=CONFIG, slo=slo)
-    search = max_rate_meeting_slo(workload, **kwargs)
-    assert search.rate_rps > 0
-    assert search.summary.slo_met
-    above = generate_requests(workload, 400, 1, rate_rps=search.rate_rps * 1.1)
-    assert not simulate(above, COST, CONFIG, slo=slo).summary.slo_met
-
-
-def test_the_max_rate_is_zero_when_even_an_idle_server_misses_the_slo():
-    workload = fixed_workload(512, 16, {"process": "poisson", "rate_rps": 1})
-    search = max_rate_meeting_slo(
-        workload, n=50, seed=1, step_cost=COST, config=CONFIG, slo=SLO(ttft_ms=1)
-    )
-    assert search.rate_rps == 0
-    assert search.summary is None
-
-
-def test_load_sweeps_refuse_a_closed_loop_workload():
-    with pytest.raises(ValueError, match="open-loop"):
-        goodput_curve(
-            fixed_workload(10, 10, {"concurrency": 2}),
-            [1.0],
-            n=10,
-            seed=0,
-            step_cost=COST,
-            config=CONFIG,
-            slo=SLO(ttft_ms=100),
-        )
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from stackselect_domain.vocabulary import (
 )
 from stackselect_domain.workload import parse_length
 
-from apps.catalog.choices import AttentionKind, Maturity
-from apps.catalog.models import Accelerator, Feature, ModelSpec
+from apps.catalog.choices import AttentionKind, EngineKind, Maturity
+from apps.catalog.models import Accelerator, Engine, Feature, KernelBackend, ModelSpec
 from apps.core.pagination import MAX_PAGE
 from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
@@ -456,15 +456,92 @@ class EstimateInputSerializer(serializers.Serializer):
     accelerator = CatalogSlugField(model=Accelerator)
     gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
     tp = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
-    isl = serializers.IntegerField(min_value=1)
-    osl = serializers.IntegerField(min_value=1)
-    concurrency = serializers.IntegerField(min_value=1, default=1)
+    ep = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, default=1)
+    dp = serializers.IntegerField(
+        min_value=1, max_value=MAX_GPUS, required=False, help_text="Default: gpu_count / tp."
+    )
+    isl = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
+    osl = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
+    engine = CatalogSlugField(
+        model=Engine,
+        required=False,
+        help_text="A serving engine's catalog slug: its scheduler and step-time profile apply.",
+    )
+    engine_version = serializers.CharField(
+        max_length=40, required=False, help_text="Default: the engine's newest catalog release."
+    )
+    backend = CatalogSlugField(model=KernelBackend, required=False)
+    concurrency = serializers.IntegerField(
+        min_value=1,
+        max_value=4096,
+        required=False,
+        help_text="Closed loop: simulate this many clients to a steady state.",
+    )
+    rate_rps = serializers.FloatField(
+        min_value=0.001,
+        max_value=100_000,
+        required=False,
+        help_text="Open loop: simulate Poisson arrivals at this rate to a steady state.",
+    )
     tpot_ms = serializers.FloatField(min_value=0.001, required=False)
+
+    def validate_engine(self, value: str) -> str:
+        kind = Engine.objects.get(slug=value).kind
+        if kind != EngineKind.ENGINE:
+            raise serializers.ValidationError(f"{value!r} is a {kind}, not a serving engine.")
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["gpu_count"] % attrs["tp"]:
             raise serializers.ValidationError({"tp": "tp must divide gpu_count."})
+        if "concurrency" in attrs and "rate_rps" in attrs:
+            raise serializers.ValidationError(
+                {"rate_rps": "Give concurrency (closed loop) or rate_rps (open loop), not both."}
+            )
+        backend = attrs.get("backend")
+        if backend and attrs.get("engine"):
+            releases = Engine.objects.get(slug=attrs["engine"]).releases
+            if not releases.filter(backends__backend__slug=backend).exists():
+                raise serializers.ValidationError(
+                    {"backend": f"The catalog records no {attrs['engine']} release with {backend}."}
+                )
         return attrs
+
+
+class PercentilesSerializer(serializers.Serializer):
+    mean = serializers.FloatField()
+    p50 = serializers.FloatField()
+    p90 = serializers.FloatField()
+    p95 = serializers.FloatField()
+    p99 = serializers.FloatField()
+
+
+class MetricPercentilesSerializer(serializers.Serializer):
+    ttft_ms = PercentilesSerializer(allow_null=True)
+    tpot_ms = PercentilesSerializer(allow_null=True)
+    e2e_ms = PercentilesSerializer(allow_null=True)
+
+
+class AnalyticFiguresSerializer(serializers.Serializer):
+    ttft_ms = serializers.FloatField()
+    tpot_ms = serializers.FloatField()
+    e2e_ms = serializers.FloatField()
+
+
+class ErrorBandSerializer(serializers.Serializer):
+    band = serializers.JSONField(
+        allow_null=True, help_text="{p10, p90} of the method's held-out relative errors, or null."
+    )
+    reason = serializers.CharField(allow_null=True, required=False)
+    rows = serializers.IntegerField(required=False, help_text="Held-out rows the band comes from.")
+    measured_on = serializers.CharField(required=False, help_text="When the band was measured.")
+    source = serializers.CharField(required=False, help_text="What it was measured on.")
+
+
+class MetricErrorBandsSerializer(serializers.Serializer):
+    ttft_ms = ErrorBandSerializer()
+    tpot_ms = ErrorBandSerializer()
+    e2e_ms = ErrorBandSerializer()
 
 
 class EstimateOutputSerializer(serializers.Serializer):
@@ -473,8 +550,29 @@ class EstimateOutputSerializer(serializers.Serializer):
     kv_capacity_tokens = serializers.IntegerField()
     fits = serializers.BooleanField()
     fit_reason = serializers.CharField()
-    ttft_ms = serializers.FloatField()
-    tpot_ms = serializers.FloatField()
+    method = serializers.CharField(
+        help_text="The step-time provider: roofline, aiconfigurator, ..."
+    )
+    nature = serializers.ChoiceField(
+        choices=["simulated", "analytic"],
+        help_text="simulated with concurrency or rate_rps, else analytic (no queueing).",
+    )
+    method_label = serializers.CharField()
+    step_time_basis = serializers.CharField(help_text="Where the engine's step factors come from.")
+    engine = serializers.CharField(allow_null=True)
+    engine_version = serializers.CharField(allow_null=True)
+    backend = serializers.CharField(allow_null=True)
+    ttft_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
+    tpot_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
+    e2e_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
+    percentiles = MetricPercentilesSerializer(allow_null=True)
+    analytic = AnalyticFiguresSerializer()
+    throughput_rps = serializers.FloatField(required=False)
+    stationary = serializers.BooleanField(allow_null=True)
+    stationarity = serializers.CharField(allow_null=True)
+    error_band = MetricErrorBandsSerializer()
+    published = serializers.ListField(child=serializers.JSONField())
+    published_note = serializers.CharField(allow_null=True)
     max_concurrency_at_tpot_slo = serializers.IntegerField(allow_null=True)
 
 

@@ -1,9 +1,23 @@
-"""Rank kept stacks by predicted SLO goodput per GPU (or per dollar), maturity and operations.
+"""Rank kept stacks, one method per comparison, by SLO goodput per GPU (or per dollar).
 
-Two passes keep it fast: the analytic estimator scores every kept stack (cached per accelerator,
-precision, layout and engine, since backends share figures), then the discrete-event simulator
-re-scores only the leading few with a modest request count, and draws goodput curves for the
-first of them.
+Two comparisons, each with one method, listed one after the other:
+
+1. The leading `SIMULATE_TOP` distinct replicas (by the analytic order below) are ranked by the
+   continuous-batching simulator on the step-time provider `steptime_providers` picks for the
+   stack, searched for the highest stationary rate meeting the SLO (steady_state.py): their max
+   rate, goodput per GPU, GPUs for the peak and score are all "simulated".
+2. Every other kept stack is ranked after them by the analytic estimate (the same provider, one
+   typical request at the largest concurrency meeting the SLO, no queueing): "analytic".
+
+Simulating every distinct replica of a whole-catalog goal (hundreds) takes minutes, so only the
+leaders are simulated; a row says which comparison it is in and the method of every figure.
+The score is the ranked figure scaled by feature maturity, operational fit and project status,
+each kept in `score_components`. Ties are broken by a stated rule: fewer GPUs, then higher
+maturity, then lower cost per hour (when prices are given); rows equal on every one of these
+(two engines whose figures the model cannot tell apart) are marked `tied_with_above` and listed
+by name, so a tie is shown, never hidden behind an arbitrary order. Replicas the catalog cannot tell
+apart (backends of one engine, dp copies) share one simulation, and searches are cached by
+their inputs.
 """
 
 from __future__ import annotations
@@ -13,33 +27,53 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackselect_domain.slo import judge
+from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED, StepTimeProvider
 
+from apps.catalog.choices import ProjectStatus
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Stack, Verdict
 from apps.selections.catalog_adapter import accelerator_spec, engine_config, scheduler_budgets
+from apps.selections.error_bands import error_bands
 from apps.selections.estimator import (
     Efficiency,
     LatencyEstimate,
     MemoryEstimate,
-    build_step_cost,
     estimate_latency,
     largest_meeting,
 )
-from apps.selections.simulator import goodput_curve, max_rate_meeting_slo
+from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_max_rate, steady_run
+from apps.selections.steptime_providers import (
+    StackInputs,
+    method_record,
+    step_time_factory,
+    step_time_provider,
+)
 
-SIMULATE_TOP = 5
+SIMULATE_TOP = 8
 CURVE_TOP = 3
-SIM_REQUESTS = 150
+SIM_REQUESTS = MIN_STEADY_REQUESTS
 SIM_SEED = 20_260_101
+SEARCH_TOLERANCE = 0.05
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+# How much a project's status weighs on its score: our judgement, stated on the page. A
+# maintenance-mode project still ships fixes but not new features; an archived one neither.
+STATUS_FACTORS = {
+    ProjectStatus.ACTIVE: 1.0,
+    ProjectStatus.MAINTENANCE: 0.8,
+    ProjectStatus.ARCHIVED: 0.5,
+}
+TIE_BREAK_RULE = (
+    "fewer GPUs, then higher maturity, then lower cost per hour; rows equal on all of these are "
+    "marked as tied and listed by name"
+)
 
 Efficiencies = Mapping[tuple[str, str], Efficiency]
 
 
 @dataclass(frozen=True)
 class Throughput:
-    """The estimator's view of one replica at the largest concurrency meeting the SLO."""
+    """The analytic view of one replica at the largest concurrency meeting the SLO."""
 
     concurrency: int
     latency: LatencyEstimate | None
@@ -66,10 +100,24 @@ class Ranker:
         self.simulate_top = simulate_top
         self.sim_requests = sim_requests
         self._throughput: dict[tuple, Throughput] = {}
+        self._simulated: dict[tuple, dict] = {}
 
-    def efficiency(self, stack: Stack) -> Efficiency:
-        key = (stack.accelerator.slug, stack.release.engine.slug)
-        return self.efficiencies.get(key) or Efficiency()
+    def efficiency(self, stack: Stack) -> Efficiency | None:
+        """Factors fitted on the team's runs for this accelerator and engine, if any."""
+        return self.efficiencies.get((stack.accelerator.slug, stack.release.engine.slug))
+
+    def inputs(self, stack: Stack) -> StackInputs:
+        goal = self.goal
+        return StackInputs(
+            model=goal.arch,
+            accel=accelerator_spec(stack.accelerator),
+            precision=stack.precision,
+            kv_dtype=goal.kv_dtype_or_default,
+            parallelism=stack.layout,
+            engine=stack.release.engine.slug,
+            engine_version=stack.release.version,
+            backend=stack.backend.slug if stack.backend else None,
+        )
 
     def _memory(self, stack: Stack) -> MemoryEstimate:
         memory = self.judge.memory_of(stack)
@@ -77,17 +125,17 @@ class Ranker:
         return memory
 
     def _latency(self, stack: Stack, concurrency: int) -> LatencyEstimate:
-        goal = self.goal
+        inputs = self.inputs(stack)
         return estimate_latency(
-            model=goal.arch,
-            accel=accelerator_spec(stack.accelerator),
-            precision=stack.precision,
-            kv_dtype=goal.kv_dtype_or_default,
-            parallelism=stack.layout,
-            isl=goal.isl,
-            osl=goal.osl,
+            model=inputs.model,
+            accel=inputs.accel,
+            precision=inputs.precision,
+            kv_dtype=inputs.kv_dtype,
+            parallelism=inputs.parallelism,
+            isl=self.goal.isl,
+            osl=self.goal.osl,
             concurrency=concurrency,
-            efficiency=self.efficiency(stack),
+            step_time=step_time_factory(inputs, self.efficiency(stack)),
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
@@ -101,13 +149,24 @@ class Ranker:
         )
         return bool(verdict.passed)
 
+    def _replica_key(self, stack: Stack) -> tuple:
+        """Stacks that differ only in backend or dp share one replica's figures."""
+        layout = stack.layout
+        return (
+            stack.release.pk,
+            stack.accelerator.pk,
+            stack.precision,
+            layout.tp,
+            layout.pp,
+            layout.ep,
+        )
+
     def throughput(self, stack: Stack) -> Throughput:
-        """Largest in-flight count whose estimated latencies meet the SLO, and the replica's
+        """Largest in-flight count whose analytic latencies meet the SLO, and the replica's
         request rate there by Little's law (concurrency / end-to-end time)."""
-        max_seqs = scheduler_budgets(stack.release).max_num_seqs
-        key = (stack.accelerator.pk, stack.precision, stack.layout, stack.release.engine.slug)
-        key += (max_seqs,)
+        key = self._replica_key(stack)
         if key not in self._throughput:
+            max_seqs = scheduler_budgets(stack.release).max_num_seqs
             upper = min(self._memory(stack).max_concurrent_sequences, max_seqs)
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
@@ -115,12 +174,24 @@ class Ranker:
             self._throughput[key] = Throughput(best, latency, rps)
         return self._throughput[key]
 
-    # ------------------------------------------------------------ passes
+    def _provider(self, stack: Stack) -> StepTimeProvider:
+        goal = self.goal
+        return step_time_provider(
+            self.inputs(stack),
+            decode_batch=max(self.throughput(stack).concurrency, 1),
+            context=goal.isl + goal.osl / 2,
+            efficiency=self.efficiency(stack),
+        )
 
-    def estimate(self, verdict: Verdict) -> None:
+    # ------------------------------------------------------------ figures
+
+    def analytic(self, verdict: Verdict) -> None:
+        """The analytic figures: latency at the largest SLO-meeting concurrency, and the goodput
+        per GPU that follows by Little's law; these are the ranked figures until simulated."""
         stack = verdict.stack
         figures = self.throughput(stack)
         estimate = dict(verdict.estimate or {})
+        method = method_record(self._provider(stack), NATURE_ANALYTIC)
         if figures.latency is not None:
             latency = figures.latency
             estimate["latency"] = {
@@ -129,55 +200,63 @@ class Ranker:
                 "tpot_ms": round(latency.tpot_ms, 3),
                 "prefill_ms": round(latency.prefill_ms, 2),
                 "bandwidth_floor_tpot_ms": round(latency.bandwidth_floor_tpot_ms, 3),
+                **method,
             }
-        estimate["goodput_per_gpu_rps"] = self._per_gpu(stack, figures.replica_rps)
-        estimate["source"] = "estimator"
+        per_gpu = self._per_gpu(stack, figures.replica_rps)
+        estimate.update(method)
+        estimate["comparison"] = NATURE_ANALYTIC
+        estimate["goodput_per_gpu_rps"] = per_gpu
+        estimate["analytic_goodput_per_gpu_rps"] = per_gpu
+        estimate["error_band"] = error_bands(method["method"])
         verdict.estimate = estimate
 
-    def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
-        """A replica spans tp * pp GPUs; dp replicas add rate and GPUs alike."""
-        return round(replica_rps / (stack.layout.tp * stack.layout.pp), 4)
+    def simulated(self, verdict: Verdict) -> dict:
+        """The ranked figures of this stack's replica: the stationary max rate meeting the SLO,
+        the goodput per GPU that follows, and the tail latencies there."""
+        stack = verdict.stack
+        key = self._replica_key(stack)
+        if key not in self._simulated:
+            self._simulated[key] = self._search(stack)
+        figures = dict(self._simulated[key])
+        figures["goodput_per_gpu_rps"] = self._per_gpu(stack, figures["replica_max_rate_rps"])
+        return figures
 
-    def _simulation_inputs(self, stack: Stack):
-        goal = self.goal
-        memory = self._memory(stack)
-        step_cost = build_step_cost(
-            model=goal.arch,
-            accel=accelerator_spec(stack.accelerator),
-            precision=stack.precision,
-            kv_dtype=goal.kv_dtype_or_default,
-            parallelism=stack.layout,
-            efficiency=self.efficiency(stack),
-            decode_batch=max(self.throughput(stack).concurrency, 1),
-            context=goal.isl + goal.osl / 2,
-        )
-        config = engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
-        return step_cost, config
-
-    def simulate(self, verdict: Verdict) -> dict:
-        """The simulator's figures for this stack's replica: max rate meeting the SLO and the
-        goodput per GPU that follows, with the tail latencies there."""
-        stack, goal = verdict.stack, self.goal
-        step_cost, config = self._simulation_inputs(stack)
-        search = max_rate_meeting_slo(
+    def _search(self, stack: Stack) -> dict:
+        goal, provider = self.goal, self._provider(stack)
+        search = steady_max_rate(
             goal.workload,
             n=self.sim_requests,
             seed=SIM_SEED,
-            step_cost=step_cost,
-            config=config,
+            step_time=provider,
+            config=self._config(stack),
             slo=goal.slo,
-            tolerance=0.05,
+            tolerance=SEARCH_TOLERANCE,
+            guess_rps=self.throughput(stack).replica_rps or None,
         )
+        method = method_record(provider, NATURE_SIMULATED)
         figures = {
-            "source": "simulator",
+            **method,
+            "comparison": NATURE_SIMULATED,
             "replica_max_rate_rps": round(search.rate_rps, 4),
-            "goodput_per_gpu_rps": self._per_gpu(stack, search.rate_rps),
+            "replica_capacity_rps": round(search.capacity_rps, 4),
+            "stationary": search.stationary,
+            "stationarity": (search.run or search.capacity_run).stationarity.reason,
+            "simulated_requests": self.sim_requests,
+            "error_band": error_bands(method["method"]),
         }
-        summary = search.summary
+        summary = search.run.summary if search.run is not None else None
         if summary is not None and summary.ttft_ms is not None and summary.tpot_ms is not None:
             figures["simulated_ttft_p99_ms"] = round(summary.ttft_ms.p99, 2)
             figures["simulated_tpot_p99_ms"] = round(summary.tpot_ms.p99, 3)
         return figures
+
+    def _config(self, stack: Stack):
+        memory = self._memory(stack)
+        return engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
+
+    def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
+        """A replica spans tp * pp GPUs; dp replicas add rate and GPUs alike."""
+        return round(replica_rps / (stack.layout.tp * stack.layout.pp), 4)
 
     def curve(self, verdict: Verdict) -> None:
         """Goodput of the whole stack (all dp replicas) at fractions of its max rate."""
@@ -185,25 +264,26 @@ class Ranker:
         replica_rate = verdict.estimate.get("replica_max_rate_rps") or 0.0
         if replica_rate <= 0:
             return
-        step_cost, config = self._simulation_inputs(stack)
-        points = goodput_curve(
-            goal.workload,
-            [replica_rate * fraction for fraction in CURVE_FRACTIONS],
-            n=self.sim_requests,
-            seed=SIM_SEED,
-            step_cost=step_cost,
-            config=config,
-            slo=goal.slo,
-        )
-        dp = stack.layout.dp
-        verdict.estimate["curve"] = [
-            {
-                "rate_rps": round(point.rate_rps * dp, 4),
-                "goodput_rps": round((point.summary.goodput_rps or 0.0) * dp, 4),
-                "attainment": round(point.summary.attainment or 0.0, 4),
-            }
-            for point in points
-        ]
+        dp, points = stack.layout.dp, []
+        for fraction in CURVE_FRACTIONS:
+            run = steady_run(
+                goal.workload,
+                n=self.sim_requests,
+                seed=SIM_SEED,
+                step_time=self._provider(stack),
+                config=self._config(stack),
+                slo=goal.slo,
+                rate_rps=replica_rate * fraction,
+            )
+            points.append(
+                {
+                    "rate_rps": round(replica_rate * fraction * dp, 4),
+                    "goodput_rps": round((run.summary.goodput_rps or 0.0) * dp, 4),
+                    "attainment": round(run.summary.attainment or 0.0, 4),
+                    "stationary": run.stationarity.stationary,
+                }
+            )
+        verdict.estimate["curve"] = points
 
     # ------------------------------------------------------------ score
 
@@ -221,66 +301,91 @@ class Ranker:
     def _priced(self, kept: Sequence[Verdict]) -> bool:
         return bool(kept) and all(v.stack.accelerator.slug in self.goal.prices for v in kept)
 
-    def score(self, verdict: Verdict, *, per_dollar: bool) -> float:
-        """Goodput per GPU (or requests per dollar) scaled down by up to a quarter each for
-        immature capability cells and for unmet operational needs."""
-        goodput = verdict.estimate["goodput_per_gpu_rps"]
-        if per_dollar:
-            price = self.goal.prices[verdict.stack.accelerator.slug]
-            goodput = goodput * 3600 / price
-            verdict.estimate["requests_per_dollar"] = round(goodput, 2)
-        self._size_for_target(verdict)
-        fit = 0.5 + 0.25 * verdict.maturity + 0.25 * verdict.operational_fit
-        return round(goodput * fit, 6)
+    def cost_per_hour(self, stack: Stack) -> float | None:
+        price = self.goal.prices.get(stack.accelerator.slug)
+        return None if price is None else round(price * stack.gpu_count, 4)
 
-    def _simulation_key(self, stack: Stack) -> tuple:
-        """Stacks that differ only in backend or dp share one replica simulation."""
-        layout = stack.layout
-        return (stack.release.pk, stack.accelerator.pk, stack.precision, layout.tp, layout.pp)
+    def score(self, verdict: Verdict, *, per_dollar: bool) -> float:
+        """The ranked figure x (0.5 + 0.25 maturity + 0.25 operational fit) x project status;
+        the components are kept in the estimate so the page can show the sum."""
+        estimate, stack = verdict.estimate, verdict.stack
+        figure_name, figure = "goodput_per_gpu_rps", estimate["goodput_per_gpu_rps"]
+        if per_dollar:
+            price = self.goal.prices[stack.accelerator.slug]
+            figure_name, figure = "requests_per_dollar", round(figure * 3600 / price, 2)
+            estimate["requests_per_dollar"] = figure
+        self._size_for_target(verdict)
+        status = stack.release.engine.status
+        status_factor = STATUS_FACTORS.get(status, STATUS_FACTORS[ProjectStatus.ACTIVE])
+        fit = 0.5 + 0.25 * verdict.maturity + 0.25 * verdict.operational_fit
+        score = round(figure * fit * status_factor, 6)
+        estimate["score_components"] = {
+            "figure": figure_name,
+            "value": figure,
+            "method": estimate.get("label"),
+            "maturity": round(verdict.maturity, 4),
+            "operational_fit": round(verdict.operational_fit, 4),
+            "fit": round(fit, 4),
+            "project_status": status,
+            "status_factor": status_factor,
+            "score": score,
+        }
+        return score
+
+    def order_key(self, verdict: Verdict) -> tuple:
+        """Score first; ties by the stated rule: fewer GPUs, higher maturity, lower cost."""
+        return (*self._tie_keys(verdict), verdict.stack.label())
+
+    def _tie_keys(self, verdict: Verdict) -> tuple:
+        cost = self.cost_per_hour(verdict.stack)
+        return (
+            -(verdict.score or 0.0),
+            verdict.stack.gpu_count,
+            -round(verdict.maturity, 4),
+            cost if cost is not None else 0.0,
+        )
 
     def rank(self, kept: list[Verdict]) -> None:
-        """Estimate all, then simulate until the leading `simulate_top` replicas are simulated.
-
-        The estimator ignores queueing, so it is usually the optimistic figure; re-simulating
-        whatever rises into the lead (a few rounds at most) keeps simulated stacks from being
-        outranked by mere estimates. Ties prefer fewer GPUs.
-        """
-        for verdict in kept:
-            self.estimate(verdict)
+        """Order every stack analytically, simulate the leading replicas, then list the
+        simulated comparison first and the analytic one after, each by the stated rule."""
         per_dollar = self._priced(kept)
-        simulated: dict[tuple, dict] = {}
-        for _ in range(4):
-            for verdict in kept:
-                key = self._simulation_key(verdict.stack)
-                if key in simulated:
-                    verdict.estimate.update(simulated[key])
+        for verdict in kept:
+            self.analytic(verdict)
+            verdict.score = self.score(verdict, per_dollar=per_dollar)
+        kept.sort(key=self.order_key)
+        leaders = self._leading_keys(kept)
+        for verdict in kept:
+            if self._replica_key(verdict.stack) in leaders:
+                verdict.estimate.update(self.simulated(verdict))
                 verdict.score = self.score(verdict, per_dollar=per_dollar)
-            kept.sort(key=lambda v: (-v.score, v.stack.gpu_count))
-            missing = self._leading_keys(kept) - simulated.keys()
-            if not missing:
-                break
-            for verdict in kept:
-                key = self._simulation_key(verdict.stack)
-                if key in missing and key not in simulated:
-                    simulated[key] = self.simulate(verdict)
+        kept.sort(key=lambda v: (v.estimate["comparison"] != NATURE_SIMULATED, *self.order_key(v)))
         drawn: set[tuple] = set()  # one curve per distinct replica: backends share figures
+        previous: tuple | None = None
         for position, verdict in enumerate(kept, start=1):
             verdict.rank = position
+            keys = (verdict.estimate["comparison"], *self._tie_keys(verdict))
+            verdict.estimate["tied_with_above"] = keys == previous
+            previous = keys
             verdict.estimate["ranked_by"] = (
                 "requests_per_dollar" if per_dollar else "goodput_per_gpu_rps"
             )
-            key = self._simulation_key(verdict.stack)
-            simulated = verdict.estimate["source"] == "simulator"
+            verdict.estimate["tie_break"] = TIE_BREAK_RULE
+            cost = self.cost_per_hour(verdict.stack)
+            if cost is not None:
+                verdict.estimate["cost_per_hour"] = cost
+            key = self._replica_key(verdict.stack)
+            simulated = verdict.estimate["comparison"] == NATURE_SIMULATED
             if len(drawn) < CURVE_TOP and simulated and key not in drawn:
                 self.curve(verdict)
                 drawn.add(key)
 
     def _leading_keys(self, kept: list[Verdict]) -> set[tuple]:
+        """The first `simulate_top` distinct replicas with a positive analytic score."""
         keys: list[tuple] = []
         for verdict in kept:
-            if verdict.score <= 0 or len(keys) >= self.simulate_top:
+            if (verdict.score or 0.0) <= 0 or len(keys) >= self.simulate_top:
                 break
-            key = self._simulation_key(verdict.stack)
+            key = self._replica_key(verdict.stack)
             if key not in keys:
                 keys.append(key)
         return set(keys)

@@ -1,0 +1,142 @@
+"""Steady state: capacity and max rate come from stationary runs, never from a burst."""
+
+from dataclasses import replace
+
+import pytest
+from stackselect_domain.slo import SLO
+from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload, generate_requests
+
+from apps.selections.estimator import (
+    AcceleratorSpec,
+    ModelArch,
+    Parallelism,
+    build_step_cost,
+    estimate_memory,
+)
+from apps.selections.simulator import EngineConfig, simulate
+from apps.selections.steady_state import (
+    MIN_STEADY_REQUESTS,
+    stationarity,
+    steady_max_rate,
+    steady_run,
+)
+
+LLAMA_8B = ModelArch(8.03, 8.03, 32, 4096, 32, 8, 128)
+H100 = AcceleratorSpec("h100-sxm", 80, 3.35, 989, 1979, None, 450)
+WORKLOAD = Workload(FixedLength(1024), FixedLength(256), OpenLoopArrivals("poisson", 1.0))
+SLO_CHAT = SLO(ttft_ms=1000, tpot_ms=60, percentile=99, attainment=0.95)
+
+
+def _replica(tp: int = 1):
+    layout = Parallelism(tp=tp)
+    memory = estimate_memory(
+        model=LLAMA_8B, accel=H100, precision="bf16", parallelism=layout, isl=1024, osl=256
+    )
+    cost = build_step_cost(
+        model=LLAMA_8B,
+        accel=H100,
+        precision="bf16",
+        parallelism=layout,
+        decode_batch=64,
+        context=1152,
+    )
+    return cost, EngineConfig(8192, 1024, memory.kv_capacity_tokens)
+
+
+def test_the_max_rate_moves_by_less_than_five_percent_when_the_run_is_four_times_longer():
+    cost, config = _replica(tp=2)
+    shared = {"seed": 7, "step_time": cost, "config": config, "slo": SLO_CHAT, "tolerance": 0.02}
+
+    short = steady_max_rate(WORKLOAD, n=MIN_STEADY_REQUESTS, **shared)
+    long = steady_max_rate(WORKLOAD, n=4 * MIN_STEADY_REQUESTS, **shared)
+
+    assert short.rate_rps > 0 and short.stationary and long.stationary
+    assert abs(long.rate_rps - short.rate_rps) / long.rate_rps < 0.05
+    assert short.rate_rps <= short.capacity_rps
+
+
+def test_a_burst_sized_search_is_refused():
+    cost, config = _replica()
+
+    with pytest.raises(ValueError, match="at least 1000 requests"):
+        steady_max_rate(WORKLOAD, n=150, seed=7, step_time=cost, config=config, slo=SLO_CHAT)
+
+
+def test_a_burst_is_marked_not_stationary_even_when_long():
+    cost, config = _replica()
+    burst = [replace(r, arrival_s=0.0) for r in generate_requests(WORKLOAD, 1500, 7)]
+
+    found = stationarity(simulate(burst, cost, config).rows)
+
+    assert not found.stationary
+    assert "burst" in found.reason
+
+
+def test_a_short_run_is_marked_not_stationary():
+    cost, config = _replica()
+    rows = simulate(generate_requests(WORKLOAD, 150, 7, rate_rps=5), cost, config).rows
+
+    found = stationarity(rows)
+
+    assert not found.stationary and "at least 1000" in found.reason
+
+
+def test_an_open_loop_rate_far_above_capacity_grows_its_queue_and_is_not_stationary():
+    cost, config = _replica()
+    capacity = steady_run(
+        WORKLOAD, n=1200, seed=7, step_time=cost, config=config, slo=None, concurrency=256
+    ).summary.throughput_rps
+
+    below = steady_run(
+        WORKLOAD,
+        n=1200,
+        seed=7,
+        step_time=cost,
+        config=config,
+        slo=SLO_CHAT,
+        rate_rps=0.5 * capacity,
+    )
+    above = steady_run(
+        WORKLOAD, n=1200, seed=7, step_time=cost, config=config, slo=SLO_CHAT, rate_rps=3 * capacity
+    )
+
+    assert below.stationarity.stationary and below.passed
+    assert not above.stationarity.stationary and not above.passed
+    assert "not stationary" in above.stationarity.reason
+
+
+def test_a_closed_loop_run_settles_and_its_throughput_is_judged_after_the_warm_up():
+    cost, config = _replica()
+
+    run = steady_run(
+        WORKLOAD, n=1200, seed=7, step_time=cost, config=config, slo=SLO_CHAT, concurrency=32
+    )
+
+    assert run.concurrency == 32 and run.stationarity.stationary
+    assert run.summary.requests == 1200 - 240  # the first 20% by arrival are the warm-up
+
+
+def test_both_a_rate_and_a_concurrency_are_refused():
+    cost, config = _replica()
+
+    with pytest.raises(ValueError, match="not both"):
+        steady_run(
+            WORKLOAD,
+            n=1000,
+            seed=7,
+            step_time=cost,
+            config=config,
+            slo=None,
+            rate_rps=1.0,
+            concurrency=4,
+        )
+
+
+def test_the_max_rate_is_zero_when_even_an_idle_replica_misses_the_slo():
+    cost, config = _replica()
+
+    found = steady_max_rate(
+        WORKLOAD, n=1000, seed=7, step_time=cost, config=config, slo=SLO(ttft_ms=1)
+    )
+
+    assert found.rate_rps == 0 and found.run is None and not found.stationary
