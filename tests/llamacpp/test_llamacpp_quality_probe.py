@@ -48,9 +48,9 @@ def _run(alice, acme, selection, runner) -> None:
 
 
 def test_a_stack_sampling_at_a_very_high_temperature_is_flagged_worse_in_the_record(
-    alice, acme, llama_selection, runners, pinned_cpus
+    alice, acme, llama_selection, runners, gemma_store, pinned_cpus
 ):
-    runner = runners("llama-q")
+    runner = runners("llama-q", models=gemma_store)
     good = llama_selection.candidates.get()
     degraded = _degraded_candidate(llama_selection)
     _run(alice, acme, llama_selection, runner)  # the greedy stack first: the reference
