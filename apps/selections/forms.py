@@ -115,6 +115,15 @@ FIELDSETS = (
 )
 
 
+def _number_or_text(text: str) -> float | str:
+    """A typed line's number as the JSON document's number; anything else stays text, so the
+    goal's serializer refuses it on its field as it would in the API."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 class GoalForm(forms.Form):
     title = forms.CharField(max_length=160)
     model = forms.ChoiceField(
@@ -300,7 +309,8 @@ class GoalForm(forms.Form):
                 ],
                 "operational": data["operational"],
                 "prices": {
-                    pair[0]: pair[1] if len(pair) > 1 else "" for pair in self._pairs("prices")
+                    pair[0]: _number_or_text(pair[1]) if len(pair) > 1 else ""
+                    for pair in self._pairs("prices")
                 },
                 "quality_tolerance": DEFAULT_QUALITY_TOLERANCE
                 if data.get("quality_tolerance") is None
