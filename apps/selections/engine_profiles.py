@@ -17,7 +17,7 @@ calibrated runs, never from a guess here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apps.selections.estimator import Efficiency
 
@@ -42,25 +42,9 @@ class EngineProfile:
     def graph_saving_ms(self) -> float:
         return self.eager_overhead_ms - self.graph_overhead_ms if self.graph_max_batch else 0.0
 
-    def efficiency(self, base: Efficiency | None = None) -> Efficiency:
-        """The roofline's factors with this engine's eager step overhead."""
-        base = base or Efficiency()
-        return Efficiency(
-            compute=base.compute,
-            bandwidth=base.bandwidth,
-            comm=base.comm,
-            overhead_ms=self.eager_overhead_ms,
-            collective_latency_us=base.collective_latency_us,
-        )
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "engine": self.engine,
-            "eager_overhead_ms": self.eager_overhead_ms,
-            "graph_overhead_ms": self.graph_overhead_ms,
-            "graph_max_batch": self.graph_max_batch,
-            "basis": self.basis,
-        }
+    def efficiency(self) -> Efficiency:
+        """The roofline's default factors with this engine's eager step overhead."""
+        return replace(Efficiency(), overhead_ms=self.eager_overhead_ms)
 
 
 _JUDGEMENT = "overheads are our judgement, not measured"

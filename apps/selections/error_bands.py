@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,6 @@ class ErrorBand:
     rows: int
     measured_on: str
     source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def band_of(errors: Sequence[float]) -> tuple[float, float]:

@@ -77,10 +77,6 @@ class Calibration:
                 return self.factors[key]
         return StepFactors()
 
-    def provider(self, sample: Sample) -> CalibratedStepTime:
-        row = sample.context.row
-        return CalibratedStepTime(sample.provider, self.factors_for(row.backend, row.system))
-
     def as_dict(self) -> dict:
         return {"|".join(key): asdict(value) for key, value in sorted(self.factors.items())}
 
@@ -94,9 +90,7 @@ class Calibration:
 
     def predict(self, sample: Sample) -> FixedConcurrencyPrediction:
         row = sample.context.row
-        factors = self.factors_for(row.backend, row.system)
-        provider = CalibratedStepTime(sample.provider, factors)
-        return predict_row(provider, sample.context, groups=factors.groups)
+        return _predicted(sample, self.factors_for(row.backend, row.system))
 
 
 def _median_ratio(pairs: Sequence[tuple[float, float]]) -> float:

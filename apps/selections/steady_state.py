@@ -65,15 +65,6 @@ class Stationarity:
     first_window_e2e_ms: float | None
     last_window_e2e_ms: float | None
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "stationary": self.stationary,
-            "reason": self.reason,
-            "measured_requests": self.measured_requests,
-            "first_window_e2e_ms": self.first_window_e2e_ms,
-            "last_window_e2e_ms": self.last_window_e2e_ms,
-        }
-
 
 def measured_rows(rows: Sequence[RequestOutcome]) -> list[RequestOutcome]:
     """The rows after the warm-up, in arrival order (rejected rows stay: they count as misses)."""
