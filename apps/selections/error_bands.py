@@ -94,7 +94,7 @@ def write_bands(
 
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
 ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps")
-_STORED_AS = {"ttft_ms": "ttft", "tpot_ms": "tpot"}
+_STORED_AS = {f"{metric}_ms": metric for metric in METRICS}
 
 
 def band_record(method: str, metric: str) -> dict[str, Any]:

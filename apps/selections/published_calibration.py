@@ -23,12 +23,10 @@ from pathlib import Path
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
-from apps.catalog.published_sample import ENGINE_SLUGS, SYSTEM_ACCELERATORS
+from apps.selections.aiconfigurator_provider import BACKENDS, SYSTEMS
 from apps.selections.published_predict import RowContext, predict_row
 
 FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
-_BACKENDS = {slug: backend for backend, slug in ENGINE_SLUGS.items()}
-_SYSTEMS = {slug: system for system, slug in SYSTEM_ACCELERATORS.items()}
 
 GROUP_CHOICES = (1, 2, 4, 8)
 ITERATIONS = 2
@@ -189,8 +187,8 @@ def calibrated_step_time(
     """The base provider with the stored factors of its method for this engine (and system
     when fitted there), or None when no published row of that engine was fitted on."""
     calibration = stored_calibration(base.method)
-    backend = _BACKENDS.get(engine_slug)
+    backend = BACKENDS.get(engine_slug)
     if calibration is None or backend is None or (backend,) not in calibration.factors:
         return None
-    factors = calibration.factors_for(backend, _SYSTEMS.get(accelerator_slug, ""))
+    factors = calibration.factors_for(backend, SYSTEMS.get(accelerator_slug, ""))
     return CalibratedStepTime(base, factors)
