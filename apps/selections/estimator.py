@@ -19,7 +19,12 @@ from stackselect_domain.precision import (
     weight_precision,
 )
 from stackselect_domain.stepcost import StepCost
-from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider, step_function
+from stackselect_domain.steptime import (
+    RooflineStepTime,
+    StepFunction,
+    StepTimeProvider,
+    step_function,
+)
 from stackselect_domain.vocabulary import ATTENTION_KINDS
 
 ACTIVATION_BYTES = 2  # activations travel between ranks in 16-bit
@@ -576,7 +581,7 @@ def estimate_latency(
         )
         return RooflineStepTime(cost)
 
-    def seconds_at(batch: int):
+    def seconds_at(batch: int) -> StepFunction:
         return step_function((step_time or roofline)(batch, mean_context))
 
     # (prefill tokens, decode sequences, KV tokens read, attention pairs) of each typical step

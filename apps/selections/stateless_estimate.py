@@ -43,7 +43,6 @@ from apps.selections.steptime_providers import (
     StackInputs,
     method_record,
     step_time_factory,
-    step_time_provider,
 )
 
 PUBLISHED_NOTE = "no published measurements are imported into the catalog yet"
@@ -123,7 +122,7 @@ def stateless_estimate(
         max_concurrency = max_concurrency_at_tpot(
             target_tpot_ms=tpot_ms, **shared, step_time=factory
         )
-    provider = step_time_provider(stack, decode_batch=concurrency or 1, context=isl + osl / 2)
+    provider = factory(concurrency or 1, isl + osl / 2)
     answer: dict[str, Any] = {
         "weights_gb_per_gpu": memory.weights_gb_per_gpu,
         "kv_bytes_per_token": kv_bytes_per_token(model=arch, kv_dtype=kv_dtype),

@@ -164,7 +164,7 @@ def steady_run(
         requests = generate_requests(closed, n, seed)
     else:
         requests = generate_requests(workload, n, seed, rate_rps=rate_rps)
-    result = simulate(requests, as_provider(step_time), config, slo=slo, concurrency=concurrency)
+    result = simulate(requests, step_time, config, slo=slo, concurrency=concurrency)
     measured = measured_rows(result.rows)
     summary = summarize_outcomes(
         measured,
