@@ -93,8 +93,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.sample:
         sample_path = Path(args.sample)
+        sample_source = str(sample_path)
     elif aiconfigurator_wheel.AVAILABLE:
         sample_path = aiconfigurator_wheel.sample_path()
+        sample_source = f"{aiconfigurator_wheel.PACKAGE} {aiconfigurator_wheel.installed_version()}"
     else:
         print(f"cannot run: {aiconfigurator_wheel.UNAVAILABLE_REASON}", file=sys.stderr)
         return 2
@@ -154,7 +156,7 @@ def main() -> int:
             relative,
             measured_on=measured_on,
             source="bench/bench_accuracy.py on the held-out rows of AIConfigurator's "
-            "measurement sample (aiconfigurator-core 0.12.0)",
+            f"measurement sample ({sample_source})",
         )
         write_calibrations(list(calibrations.values()), measured_on=measured_on)
         print("error bands and fitted factors written to apps/selections/data/")
