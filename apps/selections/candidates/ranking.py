@@ -265,13 +265,14 @@ class Ranker:
         if replica_rate <= 0:
             return
         dp, points = stack.layout.dp, []
+        provider, config = self._provider(stack), self._config(stack)
         for fraction in CURVE_FRACTIONS:
             run = steady_run(
                 goal.workload,
                 n=self.sim_requests,
                 seed=SIM_SEED,
-                step_time=self._provider(stack),
-                config=self._config(stack),
+                step_time=provider,
+                config=config,
                 slo=goal.slo,
                 rate_rps=replica_rate * fraction,
             )
