@@ -96,15 +96,7 @@ def stateless_estimate(
         backend=backend or None,
     )
     rule = memory_rule(release) if release else None
-    shared = {
-        "model": arch,
-        "accel": accel,
-        "precision": precision,
-        "kv_dtype": kv_dtype,
-        "parallelism": layout,
-        "isl": isl,
-        "osl": osl,
-    }
+    shared = {**stack.replica(), "isl": isl, "osl": osl}
     memory = estimate_memory(
         **shared,
         gpu_memory_utilization=rule.fraction if rule else FALLBACK_FRACTION,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
 
@@ -38,6 +39,16 @@ class StackInputs:
     engine: str
     engine_version: str = ""
     backend: str | None = None
+
+    def replica(self) -> dict[str, Any]:
+        """The estimator's keyword arguments that describe this replica."""
+        return {
+            "model": self.model,
+            "accel": self.accel,
+            "precision": self.precision,
+            "kv_dtype": self.kv_dtype,
+            "parallelism": self.parallelism,
+        }
 
 
 # (stack, decode batch, mean context) -> a provider, or None when its data does not cover the

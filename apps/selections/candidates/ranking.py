@@ -127,11 +127,7 @@ class Ranker:
     def _latency(self, stack: Stack, concurrency: int) -> LatencyEstimate:
         inputs = self.inputs(stack)
         return estimate_latency(
-            model=inputs.model,
-            accel=inputs.accel,
-            precision=inputs.precision,
-            kv_dtype=inputs.kv_dtype,
-            parallelism=inputs.parallelism,
+            **inputs.replica(),
             isl=self.goal.isl,
             osl=self.goal.osl,
             concurrency=concurrency,
