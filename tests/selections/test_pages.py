@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.audit.models import AuditEvent
 from apps.selections import selectors, services
+from apps.selections.error_bands import error_band
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
 from tests.selections.helpers import create_selection, update_selection
@@ -244,3 +245,19 @@ def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the
         else:
             assert below["tied"] == "", (above, below)
             assert above["score"] != below["score"] or keys_above < keys_below
+
+
+def test_the_candidate_page_shows_each_latencys_error_band_from_the_held_out_rows(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    ttft, tpot = error_band("roofline", "ttft"), error_band("roofline", "tpot")
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    assert f"TTFT {ttft.low * 100:+.0f}% to {ttft.high * 100:+.0f}%" in page
+    assert f"TPOT {tpot.low * 100:+.0f}% to {tpot.high * 100:+.0f}%" in page
+    assert f"{ttft.rows} held-out published rows" in page and ttft.measured_on in page
+    assert "goodput: no band measured" in page
+    assert "Error bands: none yet" not in page

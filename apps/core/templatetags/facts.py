@@ -42,3 +42,11 @@ def fact_rows(document: Any) -> list[tuple[str, str]]:
     """(dotted name, value) per leaf: {"engine": {"name": "vllm"}} gives ("engine.name",
     "vllm"); a list of plain values is one row, a list of objects numbers its items."""
     return _rows(document, "")
+
+
+@register.filter
+def signed_percent(fraction: Any) -> str:
+    """A relative error as a signed percentage (-0.47 gives "-47%"); "—" when missing."""
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+        return "—"
+    return f"{fraction * 100:+.0f}%"
