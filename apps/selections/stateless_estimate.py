@@ -51,6 +51,10 @@ ESTIMATE_SEED = 20_260_101
 # request is refused with a field error instead of holding a worker for minutes.
 MAX_SIMULATED_STEPS = 4_000_000
 METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
+MEMORY_METHOD = (
+    "predicted by the estimator's memory model: the catalog's weights per GPU for the layout "
+    "and the engine release's memory rule"
+)
 
 
 def stateless_estimate(
@@ -115,19 +119,22 @@ def stateless_estimate(
             target_tpot_ms=tpot_ms, **shared, step_time=factory
         )
     provider = factory(concurrency or 1, isl + osl / 2)
+    analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
     answer: dict[str, Any] = {
+        "memory_method": MEMORY_METHOD,
         "weights_gb_per_gpu": memory.weights_gb_per_gpu,
         "kv_bytes_per_token": kv_bytes_per_token(model=arch, kv_dtype=kv_dtype),
         "kv_capacity_tokens": memory.kv_capacity_tokens,
         "fits": memory.fits,
         "fit_reason": memory.reason,
         "max_concurrency_at_tpot_slo": max_concurrency,
+        "max_concurrency_method": analytic["method_label"],
         "engine": engine or None,
         "engine_version": release.version if release else None,
         "backend": backend or None,
         "step_time_basis": engine_profile(engine).basis,
         "analytic": analytic,
-        **analytic,
+        **{metric: analytic[metric] for metric in METRICS},
         **_method(method_record(provider, NATURE_ANALYTIC)),
         "percentiles": None,
         "stationary": None,

@@ -339,3 +339,14 @@ def test_two_engines_on_one_layout_get_different_estimates_each_named(catalog, a
     assert vllm["method_label"] == tgi["method_label"] == "roofline, simulated"
     assert vllm["step_time_basis"] != tgi["step_time_basis"]
     assert vllm["tpot_ms"] != pytest.approx(tgi["tpot_ms"], rel=0.01)
+
+
+def test_every_figure_of_a_simulated_estimate_names_its_method(catalog, alice_client):
+    payload = {**MI300X_STACK, "engine": "sglang", "concurrency": 4, "tpot_ms": 50}
+    body = _post(alice_client, "/api/v1/estimate/", payload).json()
+
+    assert body["nature"] == "simulated"
+    assert "memory model" in body["memory_method"]
+    assert body["analytic"]["method_label"] == "roofline, analytic"
+    assert body["max_concurrency_method"] == "roofline, analytic"
+    assert body["max_concurrency_at_tpot_slo"] is not None

@@ -526,6 +526,7 @@ class AnalyticFiguresSerializer(serializers.Serializer):
     ttft_ms = serializers.FloatField()
     tpot_ms = serializers.FloatField()
     e2e_ms = serializers.FloatField()
+    method_label = serializers.CharField(help_text="The method of these figures.")
 
 
 class ErrorBandSerializer(serializers.Serializer):
@@ -545,6 +546,9 @@ class MetricErrorBandsSerializer(serializers.Serializer):
 
 
 class EstimateOutputSerializer(serializers.Serializer):
+    memory_method = serializers.CharField(
+        help_text="Where the memory figures (weights, KV, fits) come from."
+    )
     weights_gb_per_gpu = serializers.FloatField()
     kv_bytes_per_token = serializers.IntegerField()
     kv_capacity_tokens = serializers.IntegerField()
@@ -574,6 +578,9 @@ class EstimateOutputSerializer(serializers.Serializer):
     published = serializers.ListField(child=serializers.JSONField())
     published_note = serializers.CharField(allow_null=True)
     max_concurrency_at_tpot_slo = serializers.IntegerField(allow_null=True)
+    max_concurrency_method = serializers.CharField(
+        help_text="Always the analytic estimate's method, whatever `nature` says."
+    )
 
 
 class TraceSerializer(serializers.Serializer):
