@@ -87,16 +87,6 @@ def has_room(runner: Runner, gpu_count: int, in_use: dict[int, int]) -> bool:
     return in_use.get(runner.pk, 0) + gpu_count <= labels_of(runner).gpu_count
 
 
-def _active_runners(team_id: int) -> list[Runner]:
-    return list(Runner.objects.filter(team_id=team_id, revoked_at__isnull=True).order_by("name"))
-
-
-def eligible_runners(*, team_id: int, needs: JobNeeds) -> list[Runner]:
-    """Active runners of the team whose probe reports the engine and enough of the hardware."""
-    runners = _active_runners(team_id)
-    return [runner for runner in runners if unfit_reason(labels_of(runner), needs) is None]
-
-
 def _engine_names(slugs: set[str]) -> dict[str, str]:
     names = dict(Engine.objects.filter(slug__in=slugs).values_list("slug", "name"))
     return {
@@ -125,6 +115,12 @@ class Fleet:
             accelerators=accelerator_names({job.accelerator for job in jobs}),
             engines=_engine_names({job_needs(job).engine for job in jobs}),
         )
+
+    def fitting(self, job: BenchmarkJob) -> list[Runner]:
+        """Active runners of the job's team whose probe reports its engine and hardware."""
+        needs = job_needs(job)
+        runners = self.runners.get(job.team_id, [])
+        return [runner for runner in runners if unfit_reason(labels_of(runner), needs) is None]
 
 
 def routing_verdict(
@@ -394,11 +390,17 @@ def _republish_stale_dispatches(now: datetime, report: ReapReport) -> None:
     attempts = JobAttempt.objects.filter(
         state=AttemptState.DISPATCHED, job__cancel_requested=False
     ).filter(Q(published_at__lt=stale) | Q(published_at__isnull=True, dispatched_at__lt=stale))
+    attempts = list(attempts.select_related("job"))
+    if not attempts:
+        return
     in_use = gpus_in_use()
-    for attempt in attempts.select_related("job"):
+    fleet = Fleet.for_jobs([attempt.job for attempt in attempts])
+    for attempt in attempts:
         job = attempt.job
-        runners = eligible_runners(team_id=job.team_id, needs=job_needs(job))
-        if not any(is_online(r, now=now) and has_room(r, job.gpu_count, in_use) for r in runners):
+        if not any(
+            is_online(runner, now=now) and has_room(runner, job.gpu_count, in_use)
+            for runner in fleet.fitting(job)
+        ):
             continue
         with transaction.atomic():
             if JobAttempt.objects.filter(

@@ -9,6 +9,7 @@ from django import forms
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.plan_identity import (
     DEFAULT_MAX_PROBES,
+    EVALUATION_NAME,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,
     PlanOptions,
@@ -70,7 +71,7 @@ class PlanForm(forms.Form):
         required=False, initial=True, help_text="Send the fixed quality prompts after the load."
     )
     evaluation = forms.RegexField(
-        regex=r"^[A-Za-z0-9._-]{1,60}$",
+        regex=EVALUATION_NAME,
         required=False,
         help_text="Optional: the name of an evaluation command registered on the runner.",
     )

@@ -34,7 +34,8 @@ DEFAULT_LADDER = (0.5, 1.0, 2.0)
 # A max-rate search stops once its bracket is this close (stackselect_domain/ratesearch.py).
 SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
-EVALUATION_NAME = re.compile(r"[A-Za-z0-9._-]{1,60}")
+# The name of an evaluation command registered on a runner (the form and the API check it too).
+EVALUATION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from stackselect_runner.devices import DevicePool, device_variables
 from stackselect_runner.doctor import diagnose
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.jobrun import JobRunner
-from stackselect_runner.model_store import ModelStore, models_path
+from stackselect_runner.model_store import ModelStore
 from stackselect_runner.probe import probe_environment
 from stackselect_runner.worker import build_worker_app, worker_argv
 
@@ -58,7 +58,7 @@ def _settings() -> RunnerSettings:
 
 def _model_store(settings: RunnerSettings) -> ModelStore:
     try:
-        return ModelStore.load(settings.models_file or models_path())
+        return ModelStore.of(settings)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
 

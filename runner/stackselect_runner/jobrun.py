@@ -30,6 +30,7 @@ from stackselect_runner.engines import (
     free_loopback_port,
     get_engine_adapter,
 )
+from stackselect_runner.engines.simulated import SimulatedEngineAdapter
 from stackselect_runner.harness import (
     HarnessSpec,
     LoadPoint,
@@ -40,15 +41,13 @@ from stackselect_runner.harness import (
 )
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.logship import LogShipper
-from stackselect_runner.model_store import ModelMissing, ModelStore, models_path
+from stackselect_runner.model_store import ModelMissing, ModelStore
 from stackselect_runner.quality_probe import QualitySpec, answered, run_probe
 from stackselect_runner.reporting import Reporter
 from stackselect_runner.terminal import end_progress_line, progress_printer, summary_line
 from stackselect_runner.uploads import result_uploads
 
 CANCEL_POLL_S = 0.1
-# Ships with the agent and needs no checkpoint: its step cost comes in the job spec.
-SIMULATED_ADAPTER = "simulated"
 # The server keeps the first 2000 characters of a reason; clip_reason fits both ends in them.
 MAX_REASON_CHARS = 2000
 logger = logging.getLogger(__name__)
@@ -131,8 +130,9 @@ class JobPlan:
         if not isinstance(options, Mapping):
             raise ValueError("engine.options must be an object")
         model_store = None
-        if engine.get("model_key") and engine["adapter"] != SIMULATED_ADAPTER:
-            store = ModelStore.load(settings.models_file or models_path())
+        if engine.get("model_key") and engine["adapter"] != SimulatedEngineAdapter.slug:
+            # The simulated engine ships with the agent and needs no checkpoint.
+            store = ModelStore.of(settings)
             key = str(engine["model_key"])
             model_store = {"model_key": key, "path": store.checkpoint_for(key)}
             options = {**options, "model_path": model_store["path"]}
@@ -146,22 +146,14 @@ class JobPlan:
         )
         harness = HarnessSpec.from_job_spec(spec, launch.base_url)
         quality = QualitySpec.from_job_spec(spec)
-        if spec.get("search") is None:
-            return cls(
-                str(engine["adapter"]),
-                launch,
-                harness,
-                _fixed_load_points(spec),
-                model_store=model_store,
-                quality=quality,
-                tuning=engine.get("tuning"),
-            )
-        search = SearchSpec.from_dict(spec["search"])
+        search = None if spec.get("search") is None else SearchSpec.from_dict(spec["search"])
         return cls(
             adapter_slug=str(engine["adapter"]),
             launch=launch,
-            harness=_first_requests(harness, search.requests_per_probe),
-            load_points=(),
+            harness=harness
+            if search is None
+            else _first_requests(harness, search.requests_per_probe),
+            load_points=_fixed_load_points(spec) if search is None else (),
             search=search,
             model_store=model_store,
             quality=quality,

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackselect_runner.config import DIR_MODE, MODELS_ENV, ConfigError, config_path
+from stackselect_runner.config import (
+    DIR_MODE,
+    MODELS_ENV,
+    ConfigError,
+    RunnerSettings,
+    config_path,
+)
 
 MODELS_FILE = "models.json"
 
@@ -35,6 +41,11 @@ def models_path(environ: Mapping[str, str] = os.environ) -> Path:
 class ModelStore:
     path: Path
     models: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: RunnerSettings) -> ModelStore:
+        """The store these settings name, else the one next to the credentials."""
+        return cls.load(settings.models_file or models_path())
 
     @classmethod
     def load(cls, path: Path) -> ModelStore:

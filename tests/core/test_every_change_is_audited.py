@@ -51,7 +51,6 @@ READ_ONLY = {
     "apps.accounts.services.require_role": "a permission check",
     "apps.catalog.services.cell_evidence": "reduces a cell to the values the maturity rule reads",
     "apps.benchmarks.attempts.attempt_of_runner": "reads the attempt a runner claimed",
-    "apps.benchmarks.dispatch.eligible_runners": "lists the runners a job could go to",
     "apps.benchmarks.dispatch.routing_verdict": "says where a job would go",
     "apps.benchmarks.dispatch.lease_deadline": "arithmetic on a time",
     "apps.decisions.retests.findings_for": "compares a record's baseline with now",

@@ -2,7 +2,12 @@ from rest_framework import serializers
 
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
-from apps.benchmarks.plan_identity import DEFAULT_MAX_PROBES, MAX_LOAD_POINTS, MAX_REQUEST_COUNT
+from apps.benchmarks.plan_identity import (
+    DEFAULT_MAX_PROBES,
+    EVALUATION_NAME,
+    MAX_LOAD_POINTS,
+    MAX_REQUEST_COUNT,
+)
 
 
 class AttemptSerializer(serializers.ModelSerializer):
@@ -126,7 +131,7 @@ class PlanCreateIn(serializers.Serializer):
         default=True, help_text="Run the output-quality probe after the load points."
     )
     evaluation = serializers.RegexField(
-        r"^[A-Za-z0-9._-]{1,60}$",
+        EVALUATION_NAME,
         required=False,
         default="",
         allow_blank=True,
