@@ -50,13 +50,16 @@ class ChainBreak:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """The chain's head as a verify saw it: first and last id, events between, the head's hash."""
+    """The chain's head as a verify saw it: first and last id, events between, the head's hash,
+    and (id, hash) of each event it was the first checkpoint to see, so a later rewrite with
+    recomputed hashes can be named at the event it began with."""
 
     first_id: int
     last_id: int
     count: int
     head_hash: str
     at: str
+    hashes: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,10 @@ def walk_chain(
     """
     pending = sorted(checkpoints, key=lambda c: c.last_id)
     first_checkpointed = min((c.first_id for c in checkpoints), default=None)
+    recorded = {event_id: hash_ for c in checkpoints for event_id, hash_ in c.hashes}
+    recorded_hashes = set(recorded.values())
+    newest_id = max((c.last_id for c in checkpoints), default=0)
+    unseen: list[tuple[int, str]] = []  # events no checkpoint has recorded yet
     matched: Checkpoint | None = start
     expected_prev, first_id, last_id, seen = GENESIS_HASH, None, None, 0
     if start is not None:
@@ -128,7 +135,8 @@ def walk_chain(
     def walked(broken: ChainBreak | None) -> ChainWalk:
         if first_id is None or last_id is None:
             return ChainWalk(broken, None)
-        return ChainWalk(broken, Checkpoint(first_id, last_id, seen, expected_prev, ""))
+        head = Checkpoint(first_id, last_id, seen, expected_prev, "", tuple(unseen))
+        return ChainWalk(broken, head)
 
     for event_id, prev_hash, stored_hash, fields in events:
         if pending and pending[0].last_id < event_id:
@@ -137,10 +145,19 @@ def walk_chain(
             return walked(
                 ChainBreak(event_id, "content does not match its hash (the row was altered)")
             )
+        if event_id in recorded and stored_hash not in recorded_hashes:
+            # Not an event that moved (its hash would be recorded under another id): rewritten.
+            reason = (
+                "its hash differs from the one a checkpoint recorded for it: the event was "
+                "rewritten and the hashes after it recomputed"
+            )
+            return walked(ChainBreak(event_id, reason))
         if prev_hash != expected_prev:
             return walked(_unlinked(event_id, last_id, prev_hash, first_checkpointed))
         first_id = event_id if first_id is None else first_id
         expected_prev, last_id, seen = stored_hash, event_id, seen + 1
+        if event_id > newest_id:
+            unseen.append((event_id, stored_hash))
         while pending and pending[0].last_id == event_id:
             checkpoint = pending.pop(0)
             if stored_hash != checkpoint.head_hash or seen != checkpoint.count:

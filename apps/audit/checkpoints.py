@@ -2,13 +2,15 @@
 
 Whoever owns the audit table can rewrite it and recompute every hash, so the chain alone proves
 nothing against its owner. Each successful verify (``audit_verify`` and the beat task) appends
-one JSON line with the head it checked; the next verify must find that head again, at the same
-id, with the same hash and count. Keep the file where the database owner cannot write
-(`AUDIT_CHECKPOINT_FILE`, README).
+one JSON line with the head it checked and the (id, hash) of every event no earlier checkpoint
+recorded; the next verify must find that head again, at the same id, with the same hash and
+count, and every recorded event with its recorded hash. Keep the file where the database owner
+cannot write (`AUDIT_CHECKPOINT_FILE`, README).
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from dataclasses import asdict, replace
@@ -30,20 +32,33 @@ def checkpoint_path() -> Path:
     return Path(settings.AUDIT_CHECKPOINT_FILE)
 
 
+def _parsed(path: Path, number: int, line: str) -> Checkpoint:
+    try:
+        entry = json.loads(line)
+        hashes = tuple((int(id_), str(hash_)) for id_, hash_ in entry.get("hashes", ()))
+        return Checkpoint(**{name: entry[name] for name in _FIELDS}, hashes=hashes)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise CheckpointFileError(f"{path} line {number} is not a checkpoint") from exc
+
+
 def read_checkpoints() -> list[Checkpoint]:
     """Every checkpoint in the file, oldest first; none when the file does not exist yet."""
     path = checkpoint_path()
     if not path.exists():
         return []
-    checkpoints = []
     with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            try:
-                entry = json.loads(line)
-                checkpoints.append(Checkpoint(**{name: entry[name] for name in _FIELDS}))
-            except (ValueError, TypeError, KeyError) as exc:
-                raise CheckpointFileError(f"{path} line {number} is not a checkpoint") from exc
-    return checkpoints
+        return [_parsed(path, number, line) for number, line in enumerate(lines, start=1)]
+
+
+def newest_checkpoint() -> Checkpoint | None:
+    """The last line only (checkpoints are appended in chain order): what a page view needs,
+    without decoding every event hash the file has recorded."""
+    path = checkpoint_path()
+    if not path.exists():
+        return None
+    with path.open(encoding="utf-8") as lines:
+        numbered = collections.deque(enumerate(lines, start=1), maxlen=1)
+    return _parsed(path, *numbered[0]) if numbered else None
 
 
 def append_checkpoint(head: Checkpoint) -> Checkpoint:

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from apps.audit.chain import HASHED_FIELDS, ChainBreak, Checkpoint, find_first_break, walk_chain
-from apps.audit.checkpoints import CheckpointFileError, read_checkpoints
+from apps.audit.checkpoints import CheckpointFileError, newest_checkpoint
 from apps.audit.models import AuditEvent
 from apps.audit.services import hashed_view
 
@@ -54,12 +54,11 @@ def audit_chain_first_break() -> ChainBreak | None:
     periodic task) checked: a page view walks only the events written since, not the whole
     chain. Without a readable checkpoint the whole chain is walked."""
     try:
-        checkpoints = read_checkpoints()
+        newest = newest_checkpoint()
     except CheckpointFileError:
-        checkpoints = []
-    if not checkpoints:
+        newest = None
+    if newest is None:
         return find_first_break(chain_rows())
-    newest = max(checkpoints, key=lambda checkpoint: checkpoint.last_id)
     broken = _checkpoint_holds(newest)
     if broken is not None:
         return broken

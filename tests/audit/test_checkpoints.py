@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
+from apps.audit.checkpoints import read_checkpoints
 from apps.audit.models import AuditEvent
 from apps.audit.services import Actor, audit_record
 from apps.audit.tasks import CHECKPOINT_TASK, checkpoint_chain
@@ -162,9 +163,32 @@ def test_moving_an_event_out_of_the_middle_names_it_and_its_new_id():
     )
 
 
-def test_a_rewrite_with_recomputed_hashes_is_detected_at_the_checkpointed_head():
+def test_a_rewrite_with_recomputed_hashes_is_named_at_the_event_it_began_with():
     events = _chain(4)
     call_command("audit_verify")
+    rewrite_and_rehash(events[1].pk, "nothing happened here")
+    _verify_fails(
+        rf"broken at event {events[1].pk}: its hash differs from the one a checkpoint recorded "
+        "for it: the event was rewritten"
+    )
+
+
+def test_a_rewrite_after_an_earlier_checkpoint_is_named_from_the_later_ones_record():
+    events = _chain(2)
+    call_command("audit_verify")
+    events += _chain(3)
+    call_command("audit_verify")
+    rewrite_and_rehash(events[3].pk, "nothing happened here")
+    _verify_fails(rf"broken at event {events[3].pk}: its hash differs")
+
+
+def test_a_checkpoint_without_event_hashes_still_catches_a_rewrite_at_its_head():
+    """Lines written before checkpoints recorded each event's hash pin only the head."""
+    events = _chain(4)
+    call_command("audit_verify")
+    path = settings.AUDIT_CHECKPOINT_FILE
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**line, "hashes": []}) + "\n" for line in lines))
     rewrite_and_rehash(events[1].pk, "nothing happened here")
     _verify_fails(
         rf"broken at event {events[-1].pk}: does not match the checkpoint .* rewritten from the "
@@ -172,16 +196,15 @@ def test_a_rewrite_with_recomputed_hashes_is_detected_at_the_checkpointed_head()
     )
 
 
-def test_earlier_checkpoints_narrow_down_where_a_rewrite_began():
-    events = _chain(2)
+def test_each_checkpoint_records_only_the_events_no_earlier_one_recorded():
+    first = _chain(2)
     call_command("audit_verify")
-    events += _chain(3)
+    second = _chain(3)
     call_command("audit_verify")
-    rewrite_and_rehash(events[3].pk, "nothing happened here")
-    _verify_fails(
-        rf"broken at event {events[-1].pk}: does not match the checkpoint .* rewritten after "
-        rf"event {events[1].pk} up to this event"
-    )
+    older, newer = read_checkpoints()
+    assert [event_id for event_id, _ in older.hashes] == [event.pk for event in first]
+    assert [event_id for event_id, _ in newer.hashes] == [event.pk for event in second]
+    assert newer.hashes[-1][1] == newer.head_hash
 
 
 def test_an_unreadable_checkpoint_file_is_an_error_not_an_empty_history():
