@@ -41,6 +41,7 @@ from apps.selections.simulator import EngineConfig
 from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_run
 from apps.selections.steptime_providers import (
     StackInputs,
+    method_note,
     method_record,
     step_time_factory,
 )
@@ -98,6 +99,8 @@ def stateless_estimate(
         engine=engine,
         engine_version=release.version if release else "",
         backend=backend or None,
+        catalog_model=spec,
+        accelerator_slug=accelerator,
     )
     rule = memory_rule(release) if release else None
     shared = {**stack.replica(), "isl": isl, "osl": osl}
@@ -119,6 +122,7 @@ def stateless_estimate(
             target_tpot_ms=tpot_ms, **shared, step_time=factory
         )
     provider = factory(concurrency or 1, isl + osl / 2)
+    note = method_note(stack)
     analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
     answer: dict[str, Any] = {
         "memory_method": MEMORY_METHOD,
@@ -135,7 +139,7 @@ def stateless_estimate(
         "step_time_basis": engine_profile(engine).basis,
         "analytic": analytic,
         **{metric: analytic[metric] for metric in METRICS},
-        **_method(method_record(provider, NATURE_ANALYTIC)),
+        **_method(method_record(provider, NATURE_ANALYTIC, note)),
         "percentiles": None,
         "stationary": None,
         "stationarity": None,
@@ -168,7 +172,7 @@ def stateless_estimate(
                 for metric, figures in percentiles.items()
             }
         )
-        answer.update(_method(method_record(provider, NATURE_SIMULATED)))
+        answer.update(_method(method_record(provider, NATURE_SIMULATED, note)))
         answer["percentiles"] = percentiles
         answer["throughput_rps"] = summary.throughput_rps
         answer["stationary"] = run.stationarity.stationary
@@ -184,6 +188,7 @@ def _method(record: dict[str, str]) -> dict[str, str]:
         "method": record["method"],
         "nature": record["nature"],
         "method_label": record["label"],
+        "method_note": record["method_note"],
     }
 
 

@@ -1,21 +1,25 @@
 """Which step-time provider applies to a stack: the one place a prediction's method is chosen.
 
-`step_time_provider` asks each provider in `COVERING_PROVIDERS` in turn (functions that return
-a provider for the stacks their data covers and None otherwise, such as measured kernel data
-for a system, engine and version) and falls back to the engine-aware roofline, which covers
-every accelerator in the catalog. The candidate ranking, the stateless estimate and the
-simulator all get their step times from here, so every figure carries the method of the
-provider that produced it.
+`step_time_provider` picks, most specific first: the roofline with efficiency factors fitted on
+the team's own measured runs, when there are any for the accelerator and engine; else
+AIConfigurator's measured kernel data, when it covers the system, engine and precision
+(aiconfigurator_provider.py); else the engine-aware roofline, which covers every accelerator in
+the catalog. The candidate ranking, the stateless estimate and the simulator all get their step
+times from here, so every figure carries the method of the provider that produced it, and
+`method_note` says why that method and not the other. A comparison over hundreds of stacks (the
+ranking's analytic order) asks with `measured_kernels=False`: AIConfigurator takes milliseconds
+per step and a compile per stack, so there the roofline answers for every stack alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
 
+from apps.catalog.models import ModelSpec
+from apps.selections.aiconfigurator_provider import AicChoice, AicStack, aiconfigurator_step_time
 from apps.selections.engine_profiles import engine_profile
 from apps.selections.estimator import (
     AcceleratorSpec,
@@ -39,6 +43,10 @@ class StackInputs:
     engine: str
     engine_version: str = ""
     backend: str | None = None
+    # The catalog rows behind `model` and `accel`, for providers keyed by them (AIConfigurator);
+    # without them only the roofline answers.
+    catalog_model: ModelSpec | None = field(default=None, compare=False)
+    accelerator_slug: str = ""
 
     def replica(self) -> dict[str, Any]:
         """The estimator's keyword arguments that describe this replica."""
@@ -51,10 +59,58 @@ class StackInputs:
         }
 
 
-# (stack, decode batch, mean context) -> a provider, or None when its data does not cover the
-# stack. Empty until a measured provider is installed; the roofline below always answers.
-CoveringProvider = Callable[[StackInputs, int, float], StepTimeProvider | None]
-COVERING_PROVIDERS: tuple[CoveringProvider, ...] = ()
+CUSTOM_MODEL_REASON = (
+    "AIConfigurator is asked about catalog models only; a custom architecture gets the roofline"
+)
+TEAM_FACTORS_NOTE = "roofline with efficiency factors fitted on the team's own measured runs"
+ROOFLINE_ONLY_NOTE = (
+    "roofline: the analytic order over every kept stack uses it alike; AIConfigurator's measured "
+    "kernels, where they cover a stack, time the simulated comparison"
+)
+_AIC_CHOICES: dict[tuple, AicChoice] = {}
+
+
+def aiconfigurator_choice(stack: StackInputs) -> AicChoice:
+    """AIConfigurator's provider for the stack, or None with the reason it does not apply.
+
+    Cached per stack: the ranking asks once per (decode batch, context) it tries, and the
+    answer depends on neither."""
+    model = stack.catalog_model
+    if model is None or model.pk is None or not stack.accelerator_slug:
+        return AicChoice(None, CUSTOM_MODEL_REASON)
+    layout = stack.parallelism
+    key = (model.pk, stack.accelerator_slug, stack.engine, stack.engine_version)
+    key += (stack.precision, stack.kv_dtype, layout.tp, layout.pp, layout.ep, layout.dp)
+    if key not in _AIC_CHOICES:
+        _AIC_CHOICES[key] = aiconfigurator_step_time(
+            AicStack(
+                model=model,
+                accelerator_slug=stack.accelerator_slug,
+                engine_slug=stack.engine,
+                engine_version=stack.engine_version,
+                precision=stack.precision,
+                kv_dtype=stack.kv_dtype,
+                tp=layout.tp,
+                pp=layout.pp,
+                ep=layout.ep,
+                dp=layout.dp,
+            )
+        )
+    return _AIC_CHOICES[key]
+
+
+def method_note(
+    stack: StackInputs, *, efficiency: Efficiency | None = None, measured_kernels: bool = True
+) -> str:
+    """Why the stack's figures have the method they have, in a sentence."""
+    if efficiency is not None:
+        return TEAM_FACTORS_NOTE
+    if not measured_kernels:
+        return ROOFLINE_ONLY_NOTE
+    choice = aiconfigurator_choice(stack)
+    if choice.provider is not None:
+        return choice.note or f"{choice.provider.label}: the stack's own engine version"
+    return f"roofline, because {choice.reason}"
 
 
 def roofline_provider(
@@ -93,33 +149,43 @@ def step_time_provider(
     decode_batch: int,
     context: float,
     efficiency: Efficiency | None = None,
+    measured_kernels: bool = True,
 ) -> StepTimeProvider:
-    """The first covering provider's answer, else the engine-aware roofline."""
-    for covering in COVERING_PROVIDERS:
-        provider = covering(stack, decode_batch, context)
-        if provider is not None:
-            return provider
+    """The team's fitted roofline, else AIConfigurator where it covers (unless
+    `measured_kernels` is False), else the roofline."""
+    if efficiency is None and measured_kernels:
+        choice = aiconfigurator_choice(stack)
+        if choice.provider is not None:
+            return choice.provider
     return roofline_provider(
         stack, decode_batch=decode_batch, context=context, efficiency=efficiency
     )
 
 
-def method_record(provider: StepTimeProvider, nature: str) -> dict[str, str]:
-    """The method fields every figure carries: provider, simulated or analytic, and a label."""
+def method_record(provider: StepTimeProvider, nature: str, note: str = "") -> dict[str, str]:
+    """The method fields every figure carries: provider, simulated or analytic, a label, and
+    the note saying why this method (method_note)."""
     return {
         "method": provider.method,
         "nature": nature,
         "label": f"{provider.method}, {nature}",
         "engine_profile": getattr(provider, "engine", ""),
+        "method_note": note,
     }
 
 
-def step_time_factory(stack: StackInputs, efficiency: Efficiency | None = None) -> StepTimeFactory:
+def step_time_factory(
+    stack: StackInputs, efficiency: Efficiency | None = None, *, measured_kernels: bool = True
+) -> StepTimeFactory:
     """The analytic estimate's view: a provider per (decode batch, mean context)."""
 
     def provider(decode_batch: int, context: float) -> StepTimeProvider:
         return step_time_provider(
-            stack, decode_batch=decode_batch, context=context, efficiency=efficiency
+            stack,
+            decode_batch=decode_batch,
+            context=context,
+            efficiency=efficiency,
+            measured_kernels=measured_kernels,
         )
 
     return provider

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from apps.catalog import aiconfigurator_wheel
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections import services
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.error_bands import error_band
 from apps.selections.estimator import (
     Parallelism,
     estimate_latency,
@@ -276,6 +278,30 @@ def test_the_estimate_answers_an_8x_mi300x_stack_with_the_roofline_and_says_so(
     assert body["error_band"]["e2e_ms"]["band"] is None
     assert "no held-out accuracy" in body["error_band"]["e2e_ms"]["reason"]
     assert body["published"] == [] and body["published_note"]
+
+
+H200_STACK = {**MI300X_STACK, "precision": "fp8", "accelerator": "h200-sxm", "concurrency": 16}
+
+
+@pytest.mark.skipif(not aiconfigurator_wheel.AVAILABLE, reason="aiconfigurator-core not here")
+def test_the_estimate_answers_an_8x_h200_sglang_stack_from_aiconfigurators_kernel_data(
+    catalog, alice_client
+):
+    sglang = _post(alice_client, "/api/v1/estimate/", {**H200_STACK, "engine": "sglang"}).json()
+    lmdeploy = _post(alice_client, "/api/v1/estimate/", {**H200_STACK, "engine": "lmdeploy"})
+
+    assert (sglang["method"], sglang["nature"]) == ("aiconfigurator", "simulated")
+    assert sglang["method_label"] == "aiconfigurator, simulated"
+    assert "AIConfigurator" in sglang["method_note"] and "sglang" in sglang["method_note"]
+    assert sglang["stationary"] is True, sglang["stationarity"]
+    for metric in ("ttft", "tpot"):  # the band of AIConfigurator's own held-out errors
+        band = sglang["error_band"][f"{metric}_ms"]
+        assert band["rows"] == error_band("aiconfigurator", metric).rows
+    # An engine AIConfigurator does not model falls back to the roofline, and says why.
+    other = lmdeploy.json()
+    assert other["method"] == "roofline"
+    assert "lmdeploy" in other["method_note"] and other["method_note"].startswith("roofline")
+    assert other["tpot_ms"] != pytest.approx(sglang["tpot_ms"], rel=0.01)
 
 
 def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, alice_client):

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from apps.audit.models import AuditEvent
+from apps.catalog import aiconfigurator_wheel
 from apps.catalog.models import Capability
 from apps.selections import services
 from apps.selections.candidates.enumeration import layouts
@@ -123,11 +124,19 @@ def test_kept_candidates_are_ranked_by_score_with_the_leaders_simulated(
     assert [c.rank for c in kept] == list(range(1, len(kept) + 1))
     scores = [c.score for c in kept]
     simulated = [c for c in kept if c.estimate["comparison"] == "simulated"]
-    assert simulated and kept[0].estimate["label"] == "roofline, simulated"
-    assert kept[: len(simulated)] == simulated  # the simulated comparison comes first
+    assert simulated and kept[: len(simulated)] == simulated  # the simulated comparison first
     assert scores[: len(simulated)] == sorted(scores[: len(simulated)], reverse=True)
     analytic = kept[len(simulated) :]
-    assert all(c.estimate["label"] == "roofline, analytic" for c in analytic)
+    for candidate, nature in [(c, "simulated") for c in simulated] + [
+        (c, "analytic") for c in analytic
+    ]:
+        estimate = candidate.estimate
+        assert estimate["label"] == f"{estimate['method']}, {nature}"
+        # The note says why: AIConfigurator's version, or why the roofline answered instead.
+        assert estimate["method_note"].startswith("roofline") == (estimate["method"] == "roofline")
+    methods = {c.estimate["method"] for c in kept}
+    if aiconfigurator_wheel.AVAILABLE:  # it times vLLM and SGLang; llama.cpp and TGI are roofline
+        assert methods == {"aiconfigurator", "roofline"}
     assert [c.score for c in analytic] == sorted((c.score for c in analytic), reverse=True)
     assert any("curve" in c.estimate for c in simulated)
     # An H100 streams weights 11x faster than an L4, so it leads per GPU.

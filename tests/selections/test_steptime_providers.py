@@ -1,14 +1,32 @@
 """Step times by engine: one selection function, profiles per engine, the method named."""
 
-from stackselect_domain.steptime import METHOD_ROOFLINE, RooflineStepTime, StepBatch
+import pytest
+from stackselect_domain.steptime import (
+    METHOD_AICONFIGURATOR,
+    METHOD_ROOFLINE,
+    RooflineStepTime,
+    StepBatch,
+)
 from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
 
+from apps.catalog import aiconfigurator_wheel
+from apps.catalog.models import Accelerator, ModelSpec
+from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.engine_profiles import DEFAULT_PROFILE, PROFILES, engine_profile
-from apps.selections.estimator import AcceleratorSpec, ModelArch, Parallelism, estimate_latency
+from apps.selections.estimator import (
+    AcceleratorSpec,
+    Efficiency,
+    ModelArch,
+    Parallelism,
+    estimate_latency,
+)
 from apps.selections.simulator import EngineConfig
 from apps.selections.steady_state import steady_run
 from apps.selections.steptime_providers import (
+    CUSTOM_MODEL_REASON,
+    TEAM_FACTORS_NOTE,
     StackInputs,
+    method_note,
     method_record,
     step_time_factory,
     step_time_provider,
@@ -91,3 +109,42 @@ def test_the_simulator_runs_on_the_engine_provider_and_engines_differ():
     }
 
     assert runs["vllm"].summary.tpot_ms.mean != runs["lmdeploy"].summary.tpot_ms.mean
+
+
+def _catalog_stack(engine: str, *, slug: str = "llama-3.1-70b") -> StackInputs:
+    spec = ModelSpec.objects.get(slug=slug)
+    return StackInputs(
+        model_arch(spec),
+        accelerator_spec(Accelerator.objects.get(slug="h200-sxm")),
+        "fp8",
+        "bf16",
+        Parallelism(tp=8),
+        engine,
+        "",
+        catalog_model=spec,
+        accelerator_slug="h200-sxm",
+    )
+
+
+@pytest.mark.skipif(not aiconfigurator_wheel.AVAILABLE, reason="aiconfigurator-core not here")
+def test_aiconfigurator_answers_where_it_covers_and_the_teams_own_factors_come_first(catalog):
+    covered = _catalog_stack("sglang")
+
+    aic = step_time_provider(covered, decode_batch=8, context=1152)
+    team = step_time_provider(covered, decode_batch=8, context=1152, efficiency=Efficiency())
+    uncovered = step_time_provider(_catalog_stack("tgi"), decode_batch=8, context=1152)
+
+    assert aic.method == METHOD_AICONFIGURATOR, method_note(covered)
+    assert aic.step_seconds(DECODE_8) > 0
+    assert "sglang" in method_note(covered)
+    assert team.method == METHOD_ROOFLINE
+    assert method_note(covered, efficiency=Efficiency()) == TEAM_FACTORS_NOTE
+    assert uncovered.method == METHOD_ROOFLINE
+    assert "tgi" in method_note(_catalog_stack("tgi"))
+
+
+def test_a_stack_without_its_catalog_rows_gets_the_roofline_and_the_reason():
+    provider = _provider("sglang")
+
+    assert provider.method == METHOD_ROOFLINE
+    assert method_note(_stack("sglang")) == f"roofline, because {CUSTOM_MODEL_REASON}"

@@ -562,6 +562,10 @@ class EstimateOutputSerializer(serializers.Serializer):
         help_text="simulated with concurrency or rate_rps, else analytic (no queueing).",
     )
     method_label = serializers.CharField()
+    method_note = serializers.CharField(
+        help_text="Why this method: the AIConfigurator database version that answered, or why "
+        "AIConfigurator did not cover the stack and the roofline answered."
+    )
     step_time_basis = serializers.CharField(help_text="Where the engine's step factors come from.")
     engine = serializers.CharField(allow_null=True)
     engine_version = serializers.CharField(allow_null=True)

@@ -4,10 +4,13 @@ Two comparisons, each with one method, listed one after the other:
 
 1. The leading `SIMULATE_TOP` distinct replicas (by the analytic order below) are ranked by the
    continuous-batching simulator on the step-time provider `steptime_providers` picks for the
-   stack, searched for the highest stationary rate meeting the SLO (steady_state.py): their max
-   rate, goodput per GPU, GPUs for the peak and score are all "simulated".
-2. Every other kept stack is ranked after them by the analytic estimate (the same provider, one
-   typical request at the largest concurrency meeting the SLO, no queueing): "analytic".
+   stack (AIConfigurator's measured kernels where they cover it, else the roofline), searched
+   for the highest stationary rate meeting the SLO (steady_state.py): their max rate, goodput
+   per GPU, GPUs for the peak and score are all "simulated".
+2. Every other kept stack is ranked after them by the analytic estimate on the roofline (one
+   typical request at the largest concurrency meeting the SLO, no queueing): "analytic". The
+   roofline answers for every stack alike here: AIConfigurator's milliseconds per step over
+   a thousand stacks would take minutes.
 
 Simulating every distinct replica of a whole-catalog goal (hundreds) takes minutes, so only the
 leaders are simulated; a row says which comparison it is in and the method of every figure.
@@ -45,6 +48,7 @@ from apps.selections.estimator import (
 from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_max_rate, steady_run
 from apps.selections.steptime_providers import (
     StackInputs,
+    method_note,
     method_record,
     step_time_factory,
     step_time_provider,
@@ -117,6 +121,8 @@ class Ranker:
             engine=stack.release.engine.slug,
             engine_version=stack.release.version,
             backend=stack.backend.slug if stack.backend else None,
+            catalog_model=goal.model,
+            accelerator_slug=stack.accelerator.slug,
         )
 
     def _memory(self, stack: Stack) -> MemoryEstimate:
@@ -131,7 +137,7 @@ class Ranker:
             isl=self.goal.isl,
             osl=self.goal.osl,
             concurrency=concurrency,
-            step_time=step_time_factory(inputs, self.efficiency(stack)),
+            step_time=step_time_factory(inputs, self.efficiency(stack), measured_kernels=False),
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
@@ -170,13 +176,23 @@ class Ranker:
             self._throughput[key] = Throughput(best, latency, rps)
         return self._throughput[key]
 
-    def _provider(self, stack: Stack) -> StepTimeProvider:
+    def _provider(self, stack: Stack, *, measured_kernels: bool) -> StepTimeProvider:
+        """The analytic order asks without measured kernels (too slow over every stack); the
+        simulated comparison of the leaders asks with them."""
         goal = self.goal
         return step_time_provider(
             self.inputs(stack),
             decode_batch=max(self.throughput(stack).concurrency, 1),
             context=goal.isl + goal.osl / 2,
             efficiency=self.efficiency(stack),
+            measured_kernels=measured_kernels,
+        )
+
+    def _note(self, stack: Stack, *, measured_kernels: bool) -> str:
+        return method_note(
+            self.inputs(stack),
+            efficiency=self.efficiency(stack),
+            measured_kernels=measured_kernels,
         )
 
     # ------------------------------------------------------------ figures
@@ -187,7 +203,8 @@ class Ranker:
         stack = verdict.stack
         figures = self.throughput(stack)
         estimate = dict(verdict.estimate or {})
-        method = method_record(self._provider(stack), NATURE_ANALYTIC)
+        provider = self._provider(stack, measured_kernels=False)
+        method = method_record(provider, NATURE_ANALYTIC, self._note(stack, measured_kernels=False))
         if figures.latency is not None:
             latency = figures.latency
             estimate["latency"] = {
@@ -218,7 +235,7 @@ class Ranker:
         return figures
 
     def _search(self, stack: Stack) -> dict:
-        goal, provider = self.goal, self._provider(stack)
+        goal, provider = self.goal, self._provider(stack, measured_kernels=True)
         search = steady_max_rate(
             goal.workload,
             n=self.sim_requests,
@@ -229,7 +246,7 @@ class Ranker:
             tolerance=SEARCH_TOLERANCE,
             guess_rps=self.throughput(stack).replica_rps or None,
         )
-        method = method_record(provider, NATURE_SIMULATED)
+        method = method_record(provider, NATURE_SIMULATED, self._note(stack, measured_kernels=True))
         figures = {
             **method,
             "comparison": NATURE_SIMULATED,
@@ -261,7 +278,7 @@ class Ranker:
         if replica_rate <= 0:
             return
         dp, points = stack.layout.dp, []
-        provider, config = self._provider(stack), self._config(stack)
+        provider, config = self._provider(stack, measured_kernels=True), self._config(stack)
         for fraction in CURVE_FRACTIONS:
             run = steady_run(
                 goal.workload,
