@@ -327,13 +327,8 @@ class _RowTable:
     def __init__(self, rows: list[PublishedRowFacts]) -> None:
         self.rows = rows
         self.text = {
-            name: np.array([value(row) for row in rows], dtype=str)
-            for name, value in (
-                ("accelerator", lambda row: row.accelerator),
-                ("engine", lambda row: row.engine),
-                ("engine_version", lambda row: row.engine_version),
-                ("precision", lambda row: row.precision),
-            )
+            name: np.array([getattr(row, name) for row in rows], dtype=str)
+            for name in ("accelerator", "engine", "engine_version", "precision")
         }
         self.disaggregated = np.array([row.mode != "agg" for row in rows], dtype=bool)
         # log2 of each number; an unstated degree is 1, an unstated concurrency is NaN (no cost)
