@@ -146,3 +146,18 @@ def test_the_compare_page_shows_the_published_rows_of_each_compared_stack(
     assert response.status_code == 200
     assert page.count('data-field="published"') == 2
     assert f"{SOURCE_NAME}</a>, as of 2026-12-01" in page
+
+
+def test_the_candidate_api_lists_each_kept_stacks_nearest_published_rows(
+    published, alice, acme, alice_client, goal_payload
+):
+    selection = _computed(alice, acme, goal_payload)
+
+    body = alice_client.get(f"/api/v1/selections/{selection.pk}/candidates/").json()
+
+    assert body["kept"]
+    for candidate in body["kept"]:
+        rows = candidate["published"]
+        assert [row["source"]["row"] for row in rows] == ["exact", "longer"]
+        assert rows[0]["evidence"] == "published"
+        assert rows[0]["source"]["licence"] == "Apache-2.0"
