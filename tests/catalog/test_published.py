@@ -212,11 +212,12 @@ def test_a_held_out_row_is_shown_as_evidence_and_says_no_fit_used_it() -> None:
 
 
 @pytest.mark.django_db
-def test_a_model_without_published_rows_gets_none_even_on_an_accelerator_that_has_some() -> None:
+def test_a_model_without_published_rows_gets_none_and_a_stack_elsewhere_gets_its_models() -> None:
     _import(sample_row())
 
     assert nearest_published(replace(GOAL, model_slug="llama-3.1-70b")) == []
-    assert nearest_published(replace(GOAL, accelerator_slug="mi300x"))  # same model elsewhere
+    (elsewhere,) = nearest_published(replace(GOAL, accelerator_slug="mi300x"))
+    assert elsewhere["differences"] == ["accelerator h100-sxm vs the stack's mi300x"]
 
 
 @pytest.mark.django_db
