@@ -8,7 +8,9 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 
+import numpy as np
 from django.db import models
 from django.db.models import Q, QuerySet
 
@@ -229,19 +231,77 @@ def cells_by_contract(matrix: Matrix) -> list[tuple[str, list]]:
 # ---------------------------------------------------------------- published measurements
 
 EVIDENCE_PUBLISHED = "published"
-NEAREST_LIMIT = 5
+NEAREST_LIMIT = 3
+# The distance that ranks published rows against a stack and goal (docs/predictions.md). A
+# mismatch in a named condition costs its weight; parallel degrees, lengths and load cost the
+# number of doublings between the row's value and the goal's. Each weight is half the one
+# above it, so another accelerator costs more than another engine and precision together.
+ACCELERATOR_WEIGHT = 16.0
+ENGINE_WEIGHT = 8.0
+PRECISION_WEIGHT = 4.0
+DISAGGREGATED_WEIGHT = 2.0
+ENGINE_VERSION_WEIGHT = 1.0
+CONCURRENCY_WEIGHT = 0.5  # per doubling; ISL, OSL and each parallel degree weigh 1 per doubling
+HELD_OUT_NOTE = (
+    "held out: no fitted factor used this row; the error bands are measured on rows like it"
+)
+FITTABLE_NOTE = "not held out: the calibrated method may have fitted its factors on this row"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedRowFacts:
+    """The columns of a published row that ranking and display read (the source's long
+    provenance text and disaggregated pools are left in the table), with slugs for the model,
+    accelerator and engine: read as plain tuples, so a model's thousands of rows load fast."""
+
+    source_name: str
+    source_key: str
+    source_url: str
+    licence: str
+    as_of: date
+    measured_on: date | None
+    checkpoint: str
+    engine_version: str
+    precision: str
+    mode: str
+    tp: int | None
+    pp: int | None
+    ep: int | None
+    dp: int | None
+    isl: int
+    osl: int
+    concurrency: int | None
+    ttft_ms: float
+    tpot_ms: float
+    throughput_tokens_s: float | None
+    held_out: bool
+    model: str
+    accelerator: str
+    engine: str
+
+
+_FACT_COLUMNS = tuple(
+    f"{name}__slug" if name in ("model", "accelerator", "engine") else name
+    for name in PublishedRowFacts.__dataclass_fields__
+)
 
 
 @dataclass(frozen=True)
 class PublishedGoal:
-    """The conditions to compare published rows with; None means "any"."""
+    """A stack and workload to compare published rows with; None means "not stated".
+
+    The model is required (another model's figures say little); everything else is preferred.
+    A goal gives `concurrency` (closed loop) or `rate_rps` (open loop), or neither.
+    """
 
     model_slug: str
     accelerator_slug: str
     isl: int
     osl: int
     concurrency: int | None = None
+    rate_rps: float | None = None
     engine_slug: str | None = None
+    engine_version: str | None = None
     precision: str | None = None
     tp: int | None = None
     ep: int | None = None
@@ -249,59 +309,111 @@ class PublishedGoal:
     dp: int | None = None
 
 
-def _log_gap(a: float | None, b: float | None) -> float:
-    if not a or not b:
-        return 0.0
-    return abs(math.log2(a / b))
+_DEGREES = ("tp", "ep", "pp", "dp")
 
 
-def _published_differences(row: PublishedMeasurement, goal: PublishedGoal) -> list[str]:
+def _degrees(row: PublishedRowFacts, goal: PublishedGoal) -> Iterable[tuple[str, int, int]]:
+    """(label, row's degree, goal's degree) for each degree the goal states; unstated is 1."""
+    for name in _DEGREES:
+        wanted = getattr(goal, name)
+        if wanted:
+            yield name.upper(), getattr(row, name) or 1, wanted
+
+
+class _RowTable:
+    """One model's published rows as columns, so a goal's distance to every row is a handful
+    of array operations (a page ranks a model's rows for fifty stacks at once)."""
+
+    def __init__(self, rows: list[PublishedRowFacts]) -> None:
+        self.rows = rows
+        self.text = {
+            name: np.array([getattr(row, name) for row in rows], dtype=str)
+            for name in ("accelerator", "engine", "engine_version", "precision")
+        }
+        self.disaggregated = np.array([row.mode != "agg" for row in rows], dtype=bool)
+        # log2 of each number; an unstated degree is 1, an unstated concurrency is NaN (no cost)
+        self.log2 = {
+            name: np.log2(np.array([getattr(row, name) or 1 for row in rows], dtype=float))
+            for name in (*_DEGREES, "isl", "osl")
+        }
+        concurrency = [row.concurrency or np.nan for row in rows]
+        self.log2["concurrency"] = np.log2(np.array(concurrency, dtype=float))
+
+    def _doublings(self, name: str, wanted: float | None) -> np.ndarray | float:
+        if not wanted:
+            return 0.0
+        return np.nan_to_num(np.abs(self.log2[name] - math.log2(wanted)), nan=0.0)
+
+    def distances(self, goal: PublishedGoal) -> np.ndarray:
+        """Each row's distance to the goal, by the weights above; smaller is closer."""
+        text = self.text
+        distance = ACCELERATOR_WEIGHT * (text["accelerator"] != goal.accelerator_slug)
+        other_engine = np.zeros(len(self.rows), dtype=bool)
+        if goal.engine_slug:
+            other_engine = text["engine"] != goal.engine_slug
+            distance = distance + ENGINE_WEIGHT * other_engine
+        if goal.engine_version:
+            other_version = ~other_engine & (text["engine_version"] != goal.engine_version)
+            distance = distance + ENGINE_VERSION_WEIGHT * other_version
+        if goal.precision:
+            distance = distance + PRECISION_WEIGHT * (text["precision"] != goal.precision)
+        distance = distance + DISAGGREGATED_WEIGHT * self.disaggregated
+        for name in (*_DEGREES, "isl", "osl"):
+            distance = distance + self._doublings(name, getattr(goal, name))
+        return distance + CONCURRENCY_WEIGHT * self._doublings("concurrency", goal.concurrency)
+
+
+def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
+    measured = "unstated" if row.concurrency is None else str(row.concurrency)
+    if goal.concurrency is not None:
+        if row.concurrency == goal.concurrency:
+            return None
+        return f"concurrency {measured} vs the goal's {goal.concurrency}"
+    if goal.rate_rps is not None:
+        return (
+            f"concurrency {measured} (closed loop) vs the goal's rate of {goal.rate_rps:g} req/s "
+            "(open loop)"
+        )
+    return None
+
+
+def published_differences(row: PublishedRowFacts, goal: PublishedGoal) -> list[str]:
+    """How the row's conditions differ from the stack and goal, in the distance's order."""
     differences = []
-    if goal.engine_slug and row.engine.slug != goal.engine_slug:
-        differences.append(f"engine {row.engine.name} instead of {goal.engine_slug}")
+    if row.accelerator != goal.accelerator_slug:
+        differences.append(f"accelerator {row.accelerator} vs the stack's {goal.accelerator_slug}")
+    version = row.engine_version or "version unstated"
+    if goal.engine_slug and row.engine != goal.engine_slug:
+        wanted = f"{goal.engine_slug} {goal.engine_version or ''}".strip()
+        differences.append(f"engine {row.engine} {version} vs the stack's {wanted}")
+    elif goal.engine_version and row.engine_version != goal.engine_version:
+        differences.append(f"engine version {version} vs the stack's {goal.engine_version}")
     if goal.precision and row.precision != goal.precision:
-        differences.append(f"precision {row.precision} instead of {goal.precision}")
-    for name in ("tp", "ep", "pp", "dp"):
-        wanted, got = getattr(goal, name), getattr(row, name) or 1
-        if wanted and got != wanted:
-            differences.append(f"{name.upper()} {got} instead of {wanted}")
-    for name, label in (("isl", "ISL"), ("osl", "OSL"), ("concurrency", "concurrency")):
-        wanted, got = getattr(goal, name), getattr(row, name)
-        if wanted and got != wanted:
-            differences.append(
-                f"{label} {got if got is not None else 'unstated'} instead of {wanted}"
-            )
+        differences.append(f"precision {row.precision} vs the stack's {goal.precision}")
     if row.mode != "agg":
-        differences.append("disaggregated prefill and decode pools")
-    return differences
+        differences.append("disaggregated prefill and decode pools vs the stack's one pool")
+    for label, got, wanted in _degrees(row, goal):
+        if got != wanted:
+            differences.append(f"{label} {got} vs the stack's {wanted}")
+    for label, got, wanted in (("ISL", row.isl, goal.isl), ("OSL", row.osl, goal.osl)):
+        if got != wanted:
+            differences.append(f"{label} {got} vs the goal's {wanted}")
+    load = _load_difference(row, goal)
+    return differences + ([load] if load else [])
 
 
-def _published_distance(row: PublishedMeasurement, goal: PublishedGoal) -> float:
-    """Smaller is closer: engine and precision weigh most, then layout, lengths and load."""
-    distance = 0.0
-    if goal.engine_slug and row.engine.slug != goal.engine_slug:
-        distance += 4
-    if goal.precision and row.precision != goal.precision:
-        distance += 3
-    for name in ("tp", "ep", "pp", "dp"):
-        distance += _log_gap(getattr(row, name) or 1, getattr(goal, name))
-    distance += _log_gap(row.isl, goal.isl) + _log_gap(row.osl, goal.osl)
-    distance += 0.5 * _log_gap(row.concurrency, goal.concurrency)
-    return distance + (2 if row.mode != "agg" else 0)
-
-
-def published_entry(row: PublishedMeasurement, differences: list[str]) -> dict:
+def published_entry(row: PublishedRowFacts, differences: list[str], distance: float) -> dict:
     """A published row as the API and pages show it: evidence kind, figures, conditions,
-    source, and how its conditions differ from the goal."""
+    source, whether any fit saw it, and how its conditions differ from the goal."""
     return {
         "evidence": EVIDENCE_PUBLISHED,
         "ttft_ms": row.ttft_ms,
         "tpot_ms": row.tpot_ms,
         "throughput_tokens_s": row.throughput_tokens_s,
-        "model": row.model.slug,
+        "model": row.model,
         "checkpoint": row.checkpoint,
-        "accelerator": row.accelerator.slug,
-        "engine": row.engine.slug,
+        "accelerator": row.accelerator,
+        "engine": row.engine,
         "engine_version": row.engine_version,
         "precision": row.precision,
         "mode": row.mode,
@@ -320,18 +432,53 @@ def published_entry(row: PublishedMeasurement, differences: list[str]) -> dict:
             "as_of": row.as_of,
             "row": row.source_key,
         },
+        "held_out": row.held_out,
+        "fit_use": HELD_OUT_NOTE if row.held_out else FITTABLE_NOTE,
+        "distance": round(distance, 3),
         "differences": differences,
     }
 
 
+def nearest_published_many(
+    goals: Iterable[PublishedGoal], *, limit: int = NEAREST_LIMIT
+) -> list[list[dict]]:
+    """For each goal, its model's published rows closest first (at most `limit`), each saying
+    how it differs. One query for all the goals: every row of their models, through the
+    (model, accelerator) index, without the provenance text."""
+    goals = list(goals)
+    by_model: dict[str, list[PublishedRowFacts]] = defaultdict(list)
+    if goals:
+        rows = (
+            PublishedMeasurement.objects.filter(model__slug__in={goal.model_slug for goal in goals})
+            .order_by("source_key", "pk")
+            .values_list(*_FACT_COLUMNS)
+        )
+        for values in rows:
+            row = PublishedRowFacts(*values)
+            by_model[row.model].append(row)
+    tables = {slug: _RowTable(rows) for slug, rows in by_model.items()}
+    answers = []
+    for goal in goals:
+        table = tables.get(goal.model_slug)
+        if table is None:
+            answers.append([])
+            continue
+        distances = table.distances(goal)
+        nearest = np.argsort(distances, kind="stable")[:limit]  # ties: the source's row id
+        answers.append(
+            [
+                published_entry(
+                    table.rows[i], published_differences(table.rows[i], goal), float(distances[i])
+                )
+                for i in nearest
+            ]
+        )
+    return answers
+
+
 def nearest_published(goal: PublishedGoal, *, limit: int = NEAREST_LIMIT) -> list[dict]:
-    """The published measurements of the goal's model on its accelerator, closest conditions
-    first, each saying how it differs from the goal. Two queries whatever the table size."""
-    rows = PublishedMeasurement.objects.filter(
-        model__slug=goal.model_slug, accelerator__slug=goal.accelerator_slug
-    ).select_related("model", "accelerator", "engine")
-    ranked = sorted(rows, key=lambda row: (_published_distance(row, goal), row.source_key))
-    return [published_entry(row, _published_differences(row, goal)) for row in ranked[:limit]]
+    """The published rows of the goal's model closest to it; [] when it has none."""
+    return nearest_published_many([goal], limit=limit)[0]
 
 
 @dataclass(frozen=True)

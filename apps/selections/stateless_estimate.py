@@ -37,6 +37,7 @@ from apps.selections.estimator import (
     kv_bytes_per_token,
     max_concurrency_at_tpot,
 )
+from apps.selections.published_nearest import estimate_published
 from apps.selections.simulator import EngineConfig
 from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_run
 from apps.selections.steptime_providers import (
@@ -46,7 +47,6 @@ from apps.selections.steptime_providers import (
     step_time_factory,
 )
 
-PUBLISHED_NOTE = "no published measurements are imported into the catalog yet"
 ESTIMATE_SEED = 20_260_101
 # Decode steps one simulated answer may take at most (about 1.5 us each): beyond it the
 # request is refused with a field error instead of holding a worker for minutes.
@@ -143,8 +143,18 @@ def stateless_estimate(
         "percentiles": None,
         "stationary": None,
         "stationarity": None,
-        "published": [],
-        "published_note": PUBLISHED_NOTE,
+        **estimate_published(
+            model=model,
+            accelerator=accelerator,
+            engine=engine,
+            engine_version=release.version if release else "",
+            precision=precision,
+            layout=layout,
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            rate_rps=rate_rps,
+        ),
     }
     wants_simulation = concurrency is not None or rate_rps is not None
     if wants_simulation and memory.fits:

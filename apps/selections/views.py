@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.selections import charts, selectors, services
+from apps.selections import charts, published_nearest, selectors, services
 from apps.selections.api.serializers import SelectionInputSerializer
 from apps.selections.choices import CandidateOutcome, ComputeState
 from apps.selections.forms import (
@@ -229,6 +229,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     dropped_page = Paginator(dropped, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("dpage"))
     curves = selectors.leading_curves(selection=selection)
     measured = selectors.measured_for(candidates=page.object_list)
+    published = published_nearest.published_for(selection=selection, candidates=page.object_list)
     context = {
         "selection": selection,
         "filters": filters,
@@ -237,7 +238,11 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
         "groups": selectors.dropped_groups(selection=selection),
         "chart": charts.goodput_chart(curves) if curves else None,
         "computing": selection.computation in (ComputeState.QUEUED, ComputeState.RUNNING),
-        "rows": [(candidate, measured.get(candidate.pk, [])) for candidate in page.object_list],
+        "rows": [
+            (candidate, measured.get(candidate.pk, []), published[candidate.pk])
+            for candidate in page.object_list
+        ],
+        "published_empty": published_nearest.none_note(selection.model and selection.model.slug),
         "chosen": selectors.chosen_candidates(selection=selection),
         "query": _query_without_pages(request),
         "step": "candidates",
@@ -286,10 +291,15 @@ def compare(request: HttpRequest, selection_id: int) -> HttpResponse:
         return render(request, "selections/compare.html", context, status=400)
     candidates = list(form.cleaned_data["ids"])
     measured = selectors.measured_for(candidates=candidates)
+    published = published_nearest.published_for(selection=selection, candidates=candidates)
     context = {
         "selection": selection,
         "form": form,
-        "columns": [(candidate, measured.get(candidate.pk, [])) for candidate in candidates],
+        "columns": [
+            (candidate, measured.get(candidate.pk, []), published[candidate.pk])
+            for candidate in candidates
+        ],
+        "published_empty": published_nearest.none_note(selection.model and selection.model.slug),
         "step": "plan",
     }
     return render(request, "selections/compare.html", context)

@@ -1,8 +1,12 @@
 import pytest
 
+from apps.audit.services import Actor
+from apps.catalog.published_sample import SOURCE_NAME
+from apps.catalog.services import published_import
 from apps.selections import services
 from apps.selections.tasks import compute_candidates
 from tests.browser.conftest import log_in, screenshot
+from tests.catalog.published_rows import sample_row
 from tests.selections.catalog_fixture import load_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -10,6 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice, monkeypatch):
     load_catalog()
+    published_import(actor=Actor.system("test"), rows=[sample_row()])
     # No Celery worker here: the test plays it once the page shows the queued computation.
     sent = []
     monkeypatch.setattr(services.celery_app, "send_task", lambda name, **kw: sent.append(kw))
@@ -38,6 +43,8 @@ def test_alice_walks_the_wizard_from_goal_to_candidate_list(page, alice, monkeyp
     assert compute_candidates(**sent[0]["kwargs"]) == "done"
     page.wait_for_selector("table.candidates.kept")  # the poller reloads the page when done
     assert page.locator("table.candidates.kept > tbody > tr").count() > 0
+    published = page.locator("table.candidates.kept > tbody > tr [data-field=published]").first
+    assert f"published by {SOURCE_NAME}, as of 2026-12-01" in published.inner_text()
     page.wait_for_selector("#chart-goodput .main-svg")
     assert page.locator("table.groups tr[data-code='not_a_serving_engine']").count() == 1
     screenshot(page, "selections-candidates")

@@ -4,6 +4,7 @@ an idempotent audited import, and the nearest rows to a goal with how their cond
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 
@@ -14,8 +15,15 @@ from apps.audit.models import AuditEvent
 from apps.audit.services import Actor
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.models import PublishedMeasurement
-from apps.catalog.published_sample import SampleError, held_out, parse_sample, read_sample
-from apps.catalog.selectors import PublishedGoal, nearest_published
+from apps.catalog.published_sample import (
+    SOURCE_AS_OF,
+    SOURCE_NAME,
+    SampleError,
+    held_out,
+    parse_sample,
+    read_sample,
+)
+from apps.catalog.selectors import PublishedGoal, nearest_published, nearest_published_many
 from apps.catalog.services import published_import
 from tests.catalog.published_rows import CSV_ROW, sample_row
 from tests.selections.catalog_fixture import load_catalog
@@ -112,33 +120,126 @@ def test_the_command_refuses_an_unreadable_file_with_a_message(tmp_path: Path) -
         call_command("published_import", file=str(broken))
 
 
-@pytest.mark.django_db
-def test_nearest_published_puts_the_same_engine_and_lengths_first_and_says_what_differs() -> None:
+GOAL = PublishedGoal(
+    model_slug="llama-3.1-8b",
+    accelerator_slug="h100-sxm",
+    engine_slug="vllm",
+    engine_version="0.19.0",
+    precision="bf16",
+    tp=1,
+    ep=1,
+    pp=1,
+    dp=1,
+    isl=1024,
+    osl=256,
+    concurrency=16,
+)
+
+
+def _import(*rows) -> None:
     load_catalog()
-    rows = [
-        sample_row(),
-        sample_row(id="sglang", backend="sglang"),
-        sample_row(id="long", isl="8192", silicon_data_source="db-dump; silicon_concurrency=64"),
-    ]
-    published_import(actor=SYSTEM, rows=rows)
-    goal = PublishedGoal(
-        model_slug="llama-3.1-8b",
-        accelerator_slug="h100-sxm",
-        engine_slug="vllm",
-        precision="bf16",
-        tp=1,
-        isl=1024,
-        osl=256,
-        concurrency=32,
+    published_import(actor=SYSTEM, rows=list(rows))
+
+
+@pytest.mark.django_db
+def test_the_nearest_rows_put_the_exact_conditions_first_and_list_how_a_near_row_differs() -> None:
+    _import(
+        sample_row(id="near", isl="4096", silicon_data_source="db-dump; silicon_concurrency=64"),
+        sample_row(id="exact"),
+        sample_row(id="sglang", backend="sglang", backend_version="0.5.6"),
     )
-    found = nearest_published(goal)
-    assert [entry["source"]["row"] for entry in found] == [
-        "llama_h100_vllm_agg_1024x256_c16",
-        "long",
-        "sglang",
-    ]
+
+    found = nearest_published(GOAL)
+
+    assert [entry["source"]["row"] for entry in found] == ["exact", "near", "sglang"]
+    assert found[0]["differences"] == [] and found[0]["distance"] == 0
     assert found[0]["evidence"] == "published"
-    assert found[0]["differences"] == ["concurrency 16 instead of 32"]
-    assert "engine SGLang instead of vllm" in found[2]["differences"]
-    assert found[0]["source"]["licence"] == "Apache-2.0"
-    assert nearest_published(PublishedGoal("llama-3.1-8b", "mi300x", isl=1024, osl=256)) == []
+    assert (found[0]["ttft_ms"], found[0]["tpot_ms"]) == (80.5, 7.25)
+    assert found[1]["differences"] == [
+        "ISL 4096 vs the goal's 1024",
+        "concurrency 64 vs the goal's 16",
+    ]
+    assert found[2]["differences"] == ["engine sglang 0.5.6 vs the stack's vllm 0.19.0"]
+    source = found[0]["source"]
+    assert (source["name"], source["licence"], source["as_of"]) == (
+        SOURCE_NAME,
+        "Apache-2.0",
+        SOURCE_AS_OF,
+    )
+    assert source["url"].startswith("https://")
+
+
+@pytest.mark.django_db
+def test_a_row_on_another_accelerator_ranks_after_every_row_on_the_stacks_own() -> None:
+    _import(
+        sample_row(id="h200-exact", system="h200_sxm"),
+        sample_row(id="h100-far", backend="sglang", precision="fp8", tp_size="2"),
+    )
+
+    found = nearest_published(GOAL)
+
+    assert [entry["source"]["row"] for entry in found] == ["h100-far", "h200-exact"]
+    assert found[1]["differences"] == ["accelerator h200-sxm vs the stack's h100-sxm"]
+    assert found[0]["differences"] == [
+        "engine sglang 0.19.0 vs the stack's vllm 0.19.0",
+        "precision fp8 vs the stack's bf16",
+        "TP 2 vs the stack's 1",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_goal_at_a_rate_says_each_rows_fixed_concurrency_differs_from_it() -> None:
+    _import(sample_row(id="exact", backend_version="0.12.0"))
+
+    (entry,) = nearest_published(replace(GOAL, concurrency=None, rate_rps=4.0))
+
+    assert entry["differences"] == [
+        "engine version 0.12.0 vs the stack's 0.19.0",
+        "concurrency 16 (closed loop) vs the goal's rate of 4 req/s (open loop)",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_held_out_row_is_shown_as_evidence_and_says_no_fit_used_it() -> None:
+    # sha256("Qwen/Qwen3-32B|h100_sxm|vllm") is 0 mod 5: the row is held out
+    _import(sample_row(id="held", model_path="Qwen/Qwen3-32B"), sample_row(id="fitted"))
+
+    (held,) = nearest_published(replace(GOAL, model_slug="qwen3-32b"))
+    (fitted,) = nearest_published(GOAL)
+
+    assert held["held_out"] is True and "no fitted factor used this row" in held["fit_use"]
+    assert fitted["held_out"] is False and "may have fitted" in fitted["fit_use"]
+
+
+@pytest.mark.django_db
+def test_a_model_without_published_rows_gets_none_and_a_stack_elsewhere_gets_its_models() -> None:
+    _import(sample_row())
+
+    assert nearest_published(replace(GOAL, model_slug="llama-3.1-70b")) == []
+    (elsewhere,) = nearest_published(replace(GOAL, accelerator_slug="mi300x"))
+    assert elsewhere["differences"] == ["accelerator h100-sxm vs the stack's mi300x"]
+
+
+@pytest.mark.django_db
+def test_many_goals_are_answered_in_one_query_with_at_most_three_rows_each(
+    django_assert_num_queries,
+) -> None:
+    _import(
+        *(
+            sample_row(id=f"c{n}", batch_size=str(n), silicon_data_source="x")
+            for n in (1, 2, 4, 8, 16)
+        )
+    )
+    goals = [replace(GOAL, concurrency=n) for n in (1, 6, 64)] + [
+        replace(GOAL, model_slug="qwen3-32b")
+    ]
+
+    with django_assert_num_queries(1):
+        answers = nearest_published_many(goals)
+
+    assert [[entry["concurrency"] for entry in rows] for rows in answers] == [
+        [1, 2, 4],
+        [8, 4, 16],
+        [16, 8, 4],
+        [],
+    ]

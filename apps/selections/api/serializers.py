@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.vocabulary import (
@@ -392,6 +393,49 @@ class ReasonSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class PublishedSourceSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    url = serializers.URLField()
+    licence = serializers.CharField()
+    as_of = serializers.DateField(help_text="When we read the source.")
+    row = serializers.CharField(help_text="The row's id within its source.")
+
+
+class PublishedRowSerializer(serializers.Serializer):
+    """One published measurement: someone else's figures under their conditions."""
+
+    evidence = serializers.ChoiceField(choices=["published"], help_text="Never the team's own.")
+    ttft_ms = serializers.FloatField(help_text="Measured by the source.")
+    tpot_ms = serializers.FloatField(help_text="Measured by the source.")
+    throughput_tokens_s = serializers.FloatField(
+        allow_null=True, help_text="Output tokens/s as published; null when not given."
+    )
+    model = serializers.CharField()
+    checkpoint = serializers.CharField()
+    accelerator = serializers.CharField()
+    engine = serializers.CharField()
+    engine_version = serializers.CharField(allow_blank=True)
+    precision = serializers.CharField()
+    mode = serializers.ChoiceField(choices=["agg", "disagg"])
+    tp = serializers.IntegerField(allow_null=True)
+    ep = serializers.IntegerField(allow_null=True)
+    pp = serializers.IntegerField(allow_null=True)
+    dp = serializers.IntegerField(allow_null=True)
+    isl = serializers.IntegerField()
+    osl = serializers.IntegerField()
+    concurrency = serializers.IntegerField(allow_null=True)
+    measured_on = serializers.DateField(allow_null=True)
+    source = PublishedSourceSerializer()
+    held_out = serializers.BooleanField(
+        help_text="Held out of every fit (the error bands are measured on such rows)."
+    )
+    fit_use = serializers.CharField(help_text="Whether a fitted factor may have used the row.")
+    distance = serializers.FloatField(help_text="The ranking distance (docs/predictions.md).")
+    differences = serializers.ListField(
+        child=serializers.CharField(), help_text="How its conditions differ from the request's."
+    )
+
+
 class KeptCandidateSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     rank = serializers.IntegerField()
@@ -401,6 +445,15 @@ class KeptCandidateSerializer(serializers.Serializer):
     hints = ReasonSerializer(many=True)
     capability_ids = serializers.ListField(child=serializers.IntegerField())
     chosen = serializers.BooleanField()
+    published = serializers.SerializerMethodField(
+        help_text="The nearest published measurements of the goal's model to this stack and "
+        "goal (at most 3, closest first): other people's figures, never the team's own."
+    )
+
+    @extend_schema_field(PublishedRowSerializer(many=True))
+    def get_published(self, candidate: Any) -> list[dict[str, Any]]:
+        rows = self.context["published"][candidate.pk]
+        return PublishedRowSerializer(rows, many=True).data
 
 
 class DroppedCandidateSerializer(serializers.Serializer):
@@ -579,8 +632,13 @@ class EstimateOutputSerializer(serializers.Serializer):
     stationary = serializers.BooleanField(allow_null=True)
     stationarity = serializers.CharField(allow_null=True)
     error_band = MetricErrorBandsSerializer()
-    published = serializers.ListField(child=serializers.JSONField())
-    published_note = serializers.CharField(allow_null=True)
+    published = PublishedRowSerializer(
+        many=True,
+        help_text="The nearest published measurements of the model (at most 3), closest first.",
+    )
+    published_note = serializers.CharField(
+        allow_null=True, help_text="Why `published` is empty; null when it is not."
+    )
     max_concurrency_at_tpot_slo = serializers.IntegerField(allow_null=True)
     max_concurrency_method = serializers.CharField(
         help_text="Always the analytic estimate's method, whatever `nature` says."

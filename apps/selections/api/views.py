@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from apps.accounts.permissions import TeamRolePermission
 from apps.core.query import check_query
 from apps.core.request_context import request_team
-from apps.selections import selectors, services
+from apps.selections import published_nearest, selectors, services
 from apps.selections.api.serializers import (
     CandidateChoiceSerializer,
     CandidateListSerializer,
@@ -99,16 +99,18 @@ class SelectionViewSet(
             )
             for outcome in (CandidateOutcome.KEPT, CandidateOutcome.DROPPED)
         }
+        kept = list(lists[CandidateOutcome.KEPT][window])
         body = {
             "kept_count": lists[CandidateOutcome.KEPT].count(),
             "dropped_count": lists[CandidateOutcome.DROPPED].count(),
             "page": page,
             "page_size": size,
-            "kept": list(lists[CandidateOutcome.KEPT][window]),
+            "kept": kept,
             "dropped": list(lists[CandidateOutcome.DROPPED][window]),
             "dropped_groups": selectors.dropped_groups(selection=selection),
         }
-        return Response(CandidateListSerializer(body).data)
+        published = published_nearest.published_for(selection=selection, candidates=kept)
+        return Response(CandidateListSerializer(body, context={"published": published}).data)
 
     @extend_schema(request=None, responses={202: ComputationSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/compute")

@@ -1,0 +1,95 @@
+"""The nearest published measurements to a stack and goal, for the estimate API and the
+candidate pages: reads only, through apps.catalog.selectors.nearest_published_many.
+
+Published rows are other people's measurements (evidence of kind `published`), shown beside
+the team's predictions and runs, never as the team's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from stackselect_domain.workload import parse_length
+
+from apps.catalog.selectors import PublishedGoal, nearest_published_many
+from apps.selections.estimator import Parallelism
+from apps.selections.models import Candidate, Selection
+
+
+def none_note(model_slug: str | None) -> str:
+    if model_slug is None:
+        return "a custom architecture has no published measurements in the catalog"
+    return f"the catalog holds no published measurement of {model_slug}"
+
+
+def estimate_published(
+    *,
+    model: str,
+    accelerator: str,
+    engine: str,
+    engine_version: str,
+    precision: str,
+    layout: Parallelism,
+    isl: int,
+    osl: int,
+    concurrency: int | None,
+    rate_rps: float | None,
+) -> dict[str, Any]:
+    """The estimate's `published` rows and, when there are none, the note saying why."""
+    stack = {
+        "accelerator": accelerator,
+        "engine": engine,
+        "engine_version": engine_version,
+        "precision": precision,
+        **asdict(layout),
+    }
+    terms = {"isl": isl, "osl": osl, "concurrency": concurrency, "rate_rps": rate_rps}
+    rows = nearest_published_many([_stack_goal(model, stack, terms)])[0]
+    return {"published": rows, "published_note": None if rows else none_note(model)}
+
+
+def _workload_terms(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The goal's mean lengths (rounded up, as the candidate computation reads them) and its
+    load: a closed loop's concurrency or an open loop's rate (a replayed trace states none)."""
+    arrival = workload.get("arrival") or {}
+    rate = arrival.get("rate_rps")
+    return {
+        "isl": math.ceil(parse_length(workload["isl"], "isl").mean()),
+        "osl": math.ceil(parse_length(workload["osl"], "osl").mean()),
+        "concurrency": arrival.get("concurrency"),
+        "rate_rps": None if arrival.get("concurrency") else rate,
+    }
+
+
+def _stack_goal(
+    model_slug: str, stack: Mapping[str, Any], terms: Mapping[str, Any]
+) -> PublishedGoal:
+    """A goal from a stack in Candidate.stack's terms (slugs, version, precision, degrees)."""
+    return PublishedGoal(
+        model_slug=model_slug,
+        accelerator_slug=stack["accelerator"],
+        engine_slug=stack.get("engine") or None,
+        engine_version=stack.get("engine_version") or None,
+        precision=stack.get("precision") or None,
+        tp=stack.get("tp"),
+        ep=stack.get("ep"),
+        pp=stack.get("pp"),
+        dp=stack.get("dp"),
+        **terms,
+    )
+
+
+def published_for(
+    *, selection: Selection, candidates: Iterable[Candidate]
+) -> dict[int, list[dict[str, Any]]]:
+    """{candidate id: its nearest published rows}, in one query for the whole page."""
+    candidates = list(candidates)
+    if selection.model is None or not candidates:
+        return {candidate.pk: [] for candidate in candidates}
+    terms = _workload_terms(selection.workload)
+    goals = [_stack_goal(selection.model.slug, c.stack, terms) for c in candidates]
+    answers = nearest_published_many(goals)
+    return {candidate.pk: rows for candidate, rows in zip(candidates, answers, strict=True)}

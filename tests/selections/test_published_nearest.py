@@ -1,0 +1,163 @@
+"""The nearest published measurements beside the team's predictions: in /estimate and on the
+candidate and compare pages, each labelled as published by its source, never as our own."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from apps.audit.services import Actor
+from apps.catalog.published_sample import SOURCE_NAME
+from apps.catalog.services import published_import
+from apps.selections import services
+from tests.catalog.published_rows import sample_row
+from tests.selections.helpers import create_selection
+
+pytestmark = pytest.mark.django_db
+
+H100_STACK = {
+    "model": "llama-3.1-8b",
+    "precision": "bf16",
+    "accelerator": "h100-sxm",
+    "gpu_count": 1,
+    "tp": 1,
+    "isl": 1024,
+    "osl": 256,
+    "engine": "vllm",
+}
+
+
+@pytest.fixture
+def published(catalog) -> None:
+    """Two published rows of Llama-3.1-8B on one H100 with vLLM: the goal's lengths and longer
+    prompts."""
+    rows = [sample_row(id="exact"), sample_row(id="longer", isl="4096")]
+    published_import(actor=Actor.system("test"), rows=rows)
+
+
+def _estimate(client, payload):
+    return client.post("/api/v1/estimate/", payload, content_type="application/json")
+
+
+def test_the_estimate_answers_the_nearest_published_rows_with_their_source_and_differences(
+    published, alice_client
+):
+    response = _estimate(alice_client, H100_STACK)
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["published_note"] is None
+    assert [row["source"]["row"] for row in body["published"]] == ["exact", "longer"]
+    first, second = body["published"]
+    assert first["evidence"] == "published"
+    assert first["source"] == {
+        "name": SOURCE_NAME,
+        "url": "https://pypi.org/project/aiconfigurator-core/0.12.0/",
+        "licence": "Apache-2.0",
+        "as_of": "2026-12-01",
+        "row": "exact",
+    }
+    assert (first["ttft_ms"], first["tpot_ms"], first["isl"], first["concurrency"]) == (
+        80.5,
+        7.25,
+        1024,
+        16,
+    )
+    # the catalog's vLLM release is not the one the source measured
+    version = body["engine_version"]
+    assert first["differences"] == [f"engine version 0.19.0 vs the stack's {version}"]
+    assert "ISL 4096 vs the goal's 1024" in second["differences"]
+    assert first["held_out"] is False and first["fit_use"]
+
+
+def test_the_estimate_for_a_model_without_published_rows_answers_none_and_says_why(
+    published, alice_client
+):
+    body = _estimate(
+        alice_client, {**H100_STACK, "model": "llama-3.1-70b", "gpu_count": 2, "tp": 2}
+    )
+
+    assert body.json()["published"] == []
+    assert body.json()["published_note"] == (
+        "the catalog holds no published measurement of llama-3.1-70b"
+    )
+
+
+def test_the_openapi_schema_describes_each_published_row_and_its_source(catalog, alice_client):
+    schemas = alice_client.get("/api/schema/?format=json").json()["components"]["schemas"]
+
+    row = schemas["PublishedRow"]["properties"]
+    assert {"evidence", "source", "differences", "held_out", "distance"} <= set(row)
+    assert {"name", "url", "licence", "as_of"} <= set(schemas["PublishedSource"]["properties"])
+
+
+def _computed(alice, acme, goal_payload):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    return selection
+
+
+def test_the_candidate_page_shows_each_stacks_nearest_published_rows_labelled_by_their_source(
+    published, alice, acme, alice_client, goal_payload
+):
+    selection = _computed(alice, acme, goal_payload)
+
+    page = html.unescape(
+        alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    )
+
+    kept = selection.candidates.filter(outcome="kept").count()
+    assert kept > 0
+    assert page.count('data-field="published"') == min(kept, 50)
+    assert 'published by <a href="https://pypi.org/project/aiconfigurator-core/0.12.0/"' in page
+    assert f"{SOURCE_NAME}</a>, as of 2026-12-01" in page
+    assert "not the team's own evidence" in page
+    assert page.count('data-source-row="exact"') == min(kept, 50)
+    # the goal arrives at a rate; the published rows were measured at a fixed concurrency
+    assert "concurrency 16 (closed loop) vs the goal's rate of 4 req/s (open loop)" in page
+
+
+def test_the_candidate_page_says_so_when_the_model_has_no_published_rows(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = _computed(alice, acme, goal_payload)
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    assert 'data-field="published-empty"' in page
+    assert "the catalog holds no published measurement of llama-3.1-8b" in page
+    assert "published by " not in page
+
+
+def test_the_compare_page_shows_the_published_rows_of_each_compared_stack(
+    published, alice, acme, alice_client, goal_payload
+):
+    selection = _computed(alice, acme, goal_payload)
+    picks = list(selection.candidates.filter(outcome="kept").order_by("rank")[:2])
+    selection.candidates.filter(pk__in=[c.pk for c in picks]).update(chosen=True)
+
+    response = alice_client.get(
+        f"/selections/{selection.pk}/compare/", {"ids": [str(c.pk) for c in picks]}
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert page.count('data-field="published"') == 2
+    assert f"{SOURCE_NAME}</a>, as of 2026-12-01" in page
+
+
+def test_the_candidate_api_lists_each_kept_stacks_nearest_published_rows(
+    published, alice, acme, alice_client, goal_payload
+):
+    selection = _computed(alice, acme, goal_payload)
+
+    body = alice_client.get(f"/api/v1/selections/{selection.pk}/candidates/").json()
+
+    assert body["kept"]
+    for candidate in body["kept"]:
+        rows = candidate["published"]
+        assert [row["source"]["row"] for row in rows] == ["exact", "longer"]
+        assert rows[0]["evidence"] == "published"
+        assert rows[0]["source"]["licence"] == "Apache-2.0"
