@@ -70,10 +70,11 @@ def engine_comparison(*, engines: Iterable[Engine]) -> Comparison:
     return Comparison(releases=releases, matrix=build_matrix(cells, releases=releases))
 
 
+# (name, our threshold for the class) of each workload class, for the release page.
 WORKLOAD_CLASS_LABELS = {
-    "long_prompts": f"Long prompts (mean prompt of {LONG_PROMPT_TOKENS} tokens or more)",
-    "short_chat": "Short chat (every other workload)",
-    "high_concurrency": f"High concurrency ({HIGH_CONCURRENCY} or more requests in flight)",
+    "long_prompts": ("Long prompts", f"mean prompt of {LONG_PROMPT_TOKENS} tokens or more"),
+    "short_chat": ("Short chat", "every other workload"),
+    "high_concurrency": ("High concurrency", f"{HIGH_CONCURRENCY} or more requests in flight"),
 }
 
 
@@ -92,6 +93,7 @@ class TunedSetting:
 class WorkloadClassSettings:
     key: str
     label: str
+    threshold: str
     settings: list[TunedSetting]
 
 
@@ -110,7 +112,7 @@ def release_tuned_settings(release: EngineRelease) -> list[WorkloadClassSettings
             )
         )
     return [
-        WorkloadClassSettings(key, WORKLOAD_CLASS_LABELS[key], by_class.get(key, []))
+        WorkloadClassSettings(key, *WORKLOAD_CLASS_LABELS[key], by_class.get(key, []))
         for key in WORKLOAD_CLASSES
     ]
 
