@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from stackselect_domain.tuning import TUNABLE
 
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.plan_identity import (
@@ -67,6 +68,11 @@ class PlanForm(forms.Form):
         label="Sweep: batched-token budget",
         help_text="Comma-separated, e.g. 2048, 8192.",
     )
+    sweep_cuda_graph_max_batch = forms.CharField(
+        required=False,
+        label="Sweep: CUDA-graph capture limit",
+        help_text="Comma-separated, e.g. 256, 512 (engines without CUDA graphs refuse it).",
+    )
     quality_probe = forms.BooleanField(
         required=False, initial=True, help_text="Send the fixed quality prompts after the load."
     )
@@ -99,10 +105,7 @@ class PlanForm(forms.Form):
             ) from error
 
     def tuning_values(self) -> dict[str, list[int]]:
-        values = {
-            word: self._whole_numbers(f"sweep_{word}")
-            for word in ("max_num_seqs", "max_num_batched_tokens")
-        }
+        values = {word: self._whole_numbers(f"sweep_{word}") for word in TUNABLE}
         return {word: numbers for word, numbers in values.items() if numbers}
 
     def load_points(self) -> list[dict[str, Any]]:

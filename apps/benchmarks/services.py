@@ -114,7 +114,7 @@ def plan_create(
     require_role(user=actor_user, team=team, minimum=Role.ENGINEER)
     selection = get_scoped_or_404(Selection.objects.select_related("model"), team, pk=selection_id)
     candidates = list(
-        selection.candidates.filter(chosen=True).select_related("release", "accelerator")
+        selection.candidates.filter(chosen=True).select_related("release__engine", "accelerator")
     )
     if not candidates:
         raise ValidationError({"candidates": "Choose at least one candidate to benchmark."})
@@ -203,7 +203,9 @@ def _candidate_jobs(
         raise ValidationError({"candidates": f"{candidate}: {error}"}) from error
     jobs = []
     for index, trial in enumerate(trials):
-        tuned = tuned_engine(engine, trial, group=candidate.pk, index=index, klass=klass)
+        tuned = tuned_engine(
+            engine, trial, release=candidate.release, group=candidate.pk, index=index, klass=klass
+        )
         jobs.append(
             BenchmarkJob.objects.create(
                 plan=plan,

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackselect_domain.tuning import Trial, sweep_trials, tunable_part, workload_class
+from stackselect_domain.tuning import (
+    Trial,
+    engine_knobs,
+    sweep_trials,
+    tunable_part,
+    workload_class,
+)
 from stackselect_domain.workload import ClosedLoop, Workload
 
 from apps.catalog.models import EngineRelease
@@ -47,11 +53,21 @@ def candidate_trials(
 
 
 def tuned_engine(
-    engine: Mapping[str, Any], trial: Trial, *, group: int, index: int, klass: str
+    engine: Mapping[str, Any],
+    trial: Trial,
+    *,
+    release: EngineRelease,
+    group: int,
+    index: int,
+    klass: str,
 ) -> dict[str, Any]:
-    """The job's engine section with the trial's settings applied and recorded."""
+    """The job's engine section with the trial's settings applied and recorded, also in the
+    candidate's own engine knobs (the flags its adapter sets, even when the simulator runs it)."""
+    tuning = {"group": group, "trial": index, "workload_class": klass, **trial.as_dict()}
+    tuning["engine"] = release.engine.slug
+    tuning["engine_knobs"] = engine_knobs(release.engine.slug, trial.settings)
     return {
         **engine,
         "options": {**(engine.get("options") or {}), **trial.settings},
-        "tuning": {"group": group, "trial": index, "workload_class": klass, **trial.as_dict()},
+        "tuning": tuning,
     }

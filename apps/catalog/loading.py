@@ -9,6 +9,7 @@ have added them, and removing a cell is an import's job, where a dry run shows i
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from apps.catalog.signals import batched_catalog_changes
 FIXTURE_DIR = Path(settings.BASE_DIR) / "fixtures" / "catalog"
 LOAD_MESSAGE = "catalog_load from fixtures/catalog"
 M = TypeVar("M", bound=models.Model)
+SOURCE_URL = re.compile(r"https?://\S+")
 
 
 @dataclass
@@ -127,6 +129,8 @@ def checked_recommendations(entries: Any) -> list[dict[str, Any]]:
             raise ValueError(f"{where}.workload_class: one of {', '.join(WORKLOAD_CLASSES)}")
         if not entry.get("source") or not entry.get("as_of"):
             raise ValueError(f"{where}: a recommendation needs its source and as_of date")
+        if not SOURCE_URL.search(str(entry["source"])):
+            raise ValueError(f"{where}.source: name the docs page by its http(s) URL")
         if not isinstance(entry.get("settings") or {}, dict):
             raise ValueError(f"{where}.settings: must be an object")
         tunable_part(entry.get("settings") or {})

@@ -13,6 +13,12 @@ from datetime import date
 import numpy as np
 from django.db import models
 from django.db.models import Q, QuerySet
+from stackselect_domain.tuning import (
+    HIGH_CONCURRENCY,
+    LONG_PROMPT_TOKENS,
+    WORKLOAD_CLASSES,
+    tunable_part,
+)
 
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
@@ -64,6 +70,53 @@ def engine_comparison(*, engines: Iterable[Engine]) -> Comparison:
     releases = [by_engine[engine.pk] for engine in engines if engine.pk in by_engine]
     cells = matrix_cells(Capability.objects.filter(release__in=releases))
     return Comparison(releases=releases, matrix=build_matrix(cells, releases=releases))
+
+
+# (name, our threshold for the class) of each workload class, for the release page.
+WORKLOAD_CLASS_LABELS = {
+    "long_prompts": ("Long prompts", f"mean prompt of {LONG_PROMPT_TOKENS} tokens or more"),
+    "short_chat": ("Short chat", "every other workload"),
+    "high_concurrency": ("High concurrency", f"{HIGH_CONCURRENCY} or more requests in flight"),
+}
+
+
+@dataclass(frozen=True)
+class TunedSetting:
+    """One documented recommendation: the engine's knobs, what a plan applies, the source."""
+
+    engine_flags: dict[str, object]
+    applied: dict[str, int]
+    note: str
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class WorkloadClassSettings:
+    key: str
+    label: str
+    threshold: str
+    settings: list[TunedSetting]
+
+
+def release_tuned_settings(release: EngineRelease) -> list[WorkloadClassSettings]:
+    """The release's documented settings grouped by workload class, every class listed (an
+    empty class is one the catalog has no sourced recommendation for)."""
+    by_class: dict[str, list[TunedSetting]] = defaultdict(list)
+    for entry in release.tuned_settings or []:
+        by_class[entry.get("workload_class", "")].append(
+            TunedSetting(
+                engine_flags=dict(entry.get("engine_flags") or {}),
+                applied=tunable_part(entry.get("settings") or {}),
+                note=str(entry.get("note") or ""),
+                source=str(entry.get("source") or ""),
+                as_of=str(entry.get("as_of") or ""),
+            )
+        )
+    return [
+        WorkloadClassSettings(key, *WORKLOAD_CLASS_LABELS[key], by_class.get(key, []))
+        for key in WORKLOAD_CLASSES
+    ]
 
 
 def release_matrix(release: EngineRelease) -> Matrix:

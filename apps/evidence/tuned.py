@@ -28,6 +28,8 @@ class Trial:
 
     key: str
     settings: Mapping[str, Any]
+    # The same settings in the candidate's own engine knobs (empty for older jobs).
+    engine_knobs: Mapping[str, Any]
     origin: str
     source: str | None
     max_rate: MaxRate | None
@@ -44,6 +46,7 @@ def _trial(entry: CandidateEvidence, kept: bool) -> Trial:
     return Trial(
         key=entry.key,
         settings=dict(tuning.get("settings") or {}),
+        engine_knobs=dict(tuning.get("engine_knobs") or {}),
         origin=str(tuning.get("origin") or "defaults"),
         source=tuning.get("source"),
         max_rate=entry.max_rate,

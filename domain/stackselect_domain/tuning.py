@@ -20,8 +20,43 @@ from stackselect_domain.checks import require_int
 
 WorkloadClass = Literal["long_prompts", "short_chat", "high_concurrency"]
 WORKLOAD_CLASSES: tuple[str, ...] = ("long_prompts", "short_chat", "high_concurrency")
-# Engine-neutral words a sweep may set: the batch limit and the batched-token budget (chunk).
-TUNABLE: tuple[str, ...] = ("max_num_seqs", "max_num_batched_tokens")
+# Engine-neutral words a sweep may set: the batch limit, the batched-token budget (chunk) and
+# the largest batch captured as a CUDA graph.
+TUNABLE: tuple[str, ...] = ("max_num_seqs", "max_num_batched_tokens", "cuda_graph_max_batch")
+# Each engine's own knob for a TUNABLE word, as its runner adapter sets it (a command-line flag,
+# or a field of TensorRT-LLM's LLM API options file); a word an engine lacks is absent, and its
+# adapter refuses it. tests/runner/test_engine_knobs.py holds every adapter to this table.
+ENGINE_KNOBS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "max_num_seqs": "--max-num-seqs",
+        "max_num_batched_tokens": "--max-num-batched-tokens",
+        "cuda_graph_max_batch": "--max-cudagraph-capture-size",
+    },
+    "sglang": {
+        "max_num_seqs": "--max-running-requests",
+        "max_num_batched_tokens": "--chunked-prefill-size",
+        "cuda_graph_max_batch": "--cuda-graph-max-bs",
+    },
+    "tensorrt-llm": {
+        "max_num_seqs": "--max_batch_size",
+        "max_num_batched_tokens": "--max_num_tokens",
+        "cuda_graph_max_batch": "cuda_graph_config.max_batch_size",
+    },
+    "lmdeploy": {
+        "max_num_seqs": "--max-batch-size",
+        "max_num_batched_tokens": "--max-prefill-token-num",
+        "cuda_graph_max_batch": "--cudagraph-capture-batch-sizes",
+    },
+    "tgi": {
+        "max_num_seqs": "--max-batch-size",
+        "max_num_batched_tokens": "--max-batch-prefill-tokens",
+        "cuda_graph_max_batch": "--cuda-graphs",
+    },
+    "llama-cpp": {
+        "max_num_seqs": "--parallel",
+        "max_num_batched_tokens": "--batch-size",
+    },
+}
 # Our thresholds for naming a workload's class (not an engine's): prompts of 4k tokens and
 # more are "long"; 64 or more requests in flight are "high concurrency".
 LONG_PROMPT_TOKENS = 4096
@@ -46,6 +81,13 @@ def tunable_part(settings: Mapping[str, Any]) -> dict[str, int]:
         for key in TUNABLE
         if key in settings
     }
+
+
+def engine_knobs(engine: str, settings: Mapping[str, int]) -> dict[str, int]:
+    """The settings in the engine's own knob names (empty for an engine without a table,
+    such as the simulator)."""
+    names = ENGINE_KNOBS.get(engine, {})
+    return {names[key]: value for key, value in settings.items() if key in names}
 
 
 def check_sweep_values(values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:

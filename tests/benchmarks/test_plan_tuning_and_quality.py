@@ -60,6 +60,22 @@ def test_a_sweep_makes_one_job_per_setting_and_the_plan_page_counts_it_as_tuned(
     assert 'data-item="tuned_settings" data-status="met"' in page
 
 
+def test_each_trial_records_its_settings_in_the_candidates_own_engine_knobs(
+    alice, acme, selection, sim_runner
+):
+    plan = _plan(
+        alice, acme, selection, tuning_sweep=True,
+        tuning_values={"max_num_seqs": [8], "cuda_graph_max_batch": [64]},
+    )  # fmt: skip
+    (defaults, swept) = plan.jobs.order_by("pk")
+    assert defaults.tuning["engine_knobs"] == {} and defaults.tuning["engine"] == "vllm"
+    assert swept.tuning["engine_knobs"] == {
+        "--max-num-seqs": 8,
+        "--max-cudagraph-capture-size": 64,
+    }
+    assert swept.engine["options"]["cuda_graph_max_batch"] == 64
+
+
 def test_a_sweep_over_an_unknown_setting_is_refused_by_name(alice, acme, selection):
     with pytest.raises(ValueError, match="unknown setting"):
         PlanOptions(tuning_sweep=True, tuning_values={"gpu_memory_fraction": [1]})

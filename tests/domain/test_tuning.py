@@ -7,6 +7,7 @@ from stackselect_domain.tuning import (
     MAX_SWEEP,
     best_trial,
     check_sweep_values,
+    engine_knobs,
     sweep_trials,
     workload_class,
 )
@@ -46,3 +47,13 @@ def test_the_highest_rate_under_the_slo_wins_and_goodput_breaks_ties():
     assert best_trial([(2.0, 1.0), (4.0, 0.5), (None, 9.0)]) == 1
     assert best_trial([(4.0, 1.0), (4.0, 3.0)]) == 1
     assert best_trial([(None, 1.0), (None, 2.0)]) is None
+
+
+def test_settings_read_in_an_engines_own_knobs_leave_out_what_it_has_no_knob_for():
+    settings = {"max_num_seqs": 4, "cuda_graph_max_batch": 64}
+    assert engine_knobs("tensorrt-llm", settings) == {
+        "--max_batch_size": 4,
+        "cuda_graph_config.max_batch_size": 64,
+    }
+    assert engine_knobs("llama-cpp", settings) == {"--parallel": 4}
+    assert engine_knobs("simulated", settings) == {}

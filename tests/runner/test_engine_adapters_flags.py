@@ -47,6 +47,10 @@ STACKS: dict[str, dict[str, Any]] = {
     "draft model speculation": {"precision": "bf16", "speculative": {
         "method": "draft", "draft_model": "meta-llama/Llama-3.2-1B-Instruct", "num_tokens": 4}},
     "mtp speculation": {"precision": "bf16", "speculative": {"method": "mtp", "num_tokens": 1}},
+    "cuda graph capture limit": {"precision": "bf16", "max_num_seqs": 256,
+                                 "cuda_graph_max_batch": 96},
+    "cuda graph capture limit, fp8 checkpoint": {"precision": "fp8",
+                                                 "cuda_graph_max_batch": 48},
 }  # fmt: skip
 
 

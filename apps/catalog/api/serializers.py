@@ -42,10 +42,13 @@ class ReleaseBackendSerializer(serializers.ModelSerializer):
 class EngineReleaseSerializer(serializers.ModelSerializer):
     engine = serializers.SlugRelatedField(slug_field="slug", queryset=Engine.objects.all())
     backends = ReleaseBackendSerializer(many=True, read_only=True)
+    # The documented settings per workload class, each with its source and as-of date; read
+    # only here (the curated fixtures and imports write them).
+    tuned_settings = serializers.JSONField(read_only=True)
 
     class Meta:
         model = EngineRelease
-        fields = ["id", *RELEASE_FIELDS, "backends"]
+        fields = ["id", *RELEASE_FIELDS, "backends", "tuned_settings"]
         validators: list = []
 
 

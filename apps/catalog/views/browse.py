@@ -58,6 +58,7 @@ def release_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "release": release,
         "backends": release.backends.select_related("backend"),
+        "tuned": selectors.release_tuned_settings(release),
         "groups": selectors.cells_by_contract(selectors.release_matrix(release)),
         "history": selectors.entry_history(release),
     }

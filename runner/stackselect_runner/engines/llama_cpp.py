@@ -81,6 +81,12 @@ def _check_precision(settings: StackSettings) -> None:
         raise UnsupportedSetting(
             ENGINE, "always evaluates prompts in --batch-size chunks (chunked_prefill=false)"
         )
+    if settings.cuda_graph_max_batch is not None:
+        raise UnsupportedSetting(
+            ENGINE,
+            f"has no CUDA-graph capture flag (cuda_graph_max_batch="
+            f"{settings.cuda_graph_max_batch})",
+        )
 
 
 def llama_server_command(settings: StackSettings, launch: LaunchSpec) -> list[str]:

@@ -5,9 +5,12 @@ lmdeploy/cli/serve.py: --server-name, --server-port, --model-name, --backend
 (turbomind | pytorch), --tp, --dp, --ep, --dtype (auto, float16, bfloat16), --model-format
 (hf, awq, gptq, fp8, mxfp4), --quant-policy (0, 4 or 8: KV cache in 16-bit, int4 or int8),
 --max-batch-size, --max-prefill-token-num, --session-len, --cache-max-entry-count (default
-0.8) and --enable-prefix-caching. LMDeploy has no pipeline-parallel or speculative-decoding
-flag in that helper and always splits long prefills by --max-prefill-token-num, and its KV
-quantisation is integer, not FP8: those settings are refused.
+0.8), --enable-prefix-caching and --cudagraph-capture-batch-sizes (one or more sizes, read by
+the PyTorch engine's CUDA-graph runner; the adapter sets it on the PyTorch backend only and
+refuses a capture limit on TurboMind, where the flag has no documented effect). LMDeploy has
+no pipeline-parallel or speculative-decoding flag in that helper and always splits long
+prefills by --max-prefill-token-num, and its KV quantisation is integer, not FP8: those
+settings are refused.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from stackselect_runner.engines.stack import (
     StackSettings,
     UnsupportedSetting,
     lookup,
+    powers_of_two_up_to,
     refuse_layout_beyond,
 )
 from stackselect_runner.probe import package_version
@@ -43,6 +47,22 @@ def _refuse_missing_features(settings: StackSettings) -> None:
         raise UnsupportedSetting(
             ENGINE, "always splits prefills by --max-prefill-token-num (chunked_prefill=false)"
         )
+
+
+def _capture_sizes(settings: StackSettings, backend: str) -> Flags:
+    """The PyTorch engine's capture list up to the stack's limit; refused on TurboMind."""
+    flags = Flags()
+    limit = settings.cuda_graph_max_batch
+    if limit is None:
+        return flags
+    if backend != "pytorch":
+        raise UnsupportedSetting(
+            ENGINE,
+            f"(TurboMind) documents no CUDA-graph capture flag (cuda_graph_max_batch={limit})",
+        )
+    flags.append("--cudagraph-capture-batch-sizes")
+    flags.extend(str(size) for size in powers_of_two_up_to(limit))
+    return flags
 
 
 @register_engine
@@ -71,6 +91,7 @@ class LmdeployAdapter(ServedEngineAdapter):
         flags.add("--quant-policy", kv and lookup(ENGINE, QUANT_POLICIES, kv, "--quant-policy"))
         flags.add("--max-batch-size", settings.max_num_seqs)
         flags.add("--max-prefill-token-num", settings.max_num_batched_tokens)
+        flags.extend(_capture_sizes(settings, backend))
         flags.add("--session-len", settings.max_model_len)
         fraction = settings.gpu_memory_fraction or CACHE_MAX_ENTRY_COUNT
         flags.add("--cache-max-entry-count", fraction)

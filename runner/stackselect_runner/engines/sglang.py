@@ -93,8 +93,8 @@ class SglangAdapter(ServedEngineAdapter):
         flags.add("--context-length", settings.max_model_len)
         flags.switch("--disable-radix-cache", None, settings.prefix_caching is False or None)
         flags.add("--mem-fraction-static", settings.gpu_memory_fraction)
-        # Recommended: capture CUDA graphs up to the largest batch the stack runs, so decode
-        # steps at full load replay graphs instead of launching kernels one by one.
-        flags.add("--cuda-graph-max-bs", settings.max_num_seqs)
+        # Recommended: capture CUDA graphs up to the largest batch the stack runs (or the
+        # stack's own capture limit), so decode steps at full load replay graphs.
+        flags.add("--cuda-graph-max-bs", settings.graph_batch_limit)
         flags.extend(_speculative_flags(settings))
         return flags

@@ -18,17 +18,22 @@ OPTION_FLAGS = {
     "time_scale": "--time-scale",
     "seed": "--seed",
 }
+# Accepted so a tuning sweep over the CUDA-graph capture limit runs on the simulator too; the
+# simulator has no CUDA graphs, so the setting is recorded in the job's identity and changes
+# no timing.
+NOT_MODELLED = frozenset({"cuda_graph_max_batch"})
 PACKAGE_ROOT = str(Path(stackselect_runner.__file__).resolve().parent.parent)
 
 
 @register_engine
 class SimulatedEngineAdapter(EngineAdapter):
-    """Options: step_cost (dict), max_num_seqs, max_num_batched_tokens, time_scale, seed."""
+    """Options: step_cost (dict), max_num_seqs, max_num_batched_tokens, time_scale, seed
+    (and cuda_graph_max_batch, accepted and not modelled)."""
 
     slug = "simulated"
 
     def build_command(self, launch: LaunchSpec) -> list[str]:
-        unknown = sorted(set(launch.options) - set(OPTION_FLAGS) - {"step_cost"})
+        unknown = sorted(set(launch.options) - set(OPTION_FLAGS) - {"step_cost"} - NOT_MODELLED)
         if unknown:
             raise ValueError(f"simulated engine: unknown option(s) {unknown}")
         command = [sys.executable, "-m", "stackselect_runner.simengine"]

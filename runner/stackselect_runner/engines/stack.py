@@ -27,6 +27,7 @@ STACK_OPTION_KEYS = frozenset(
         "kv_dtype",
         "max_num_seqs",
         "max_num_batched_tokens",
+        "cuda_graph_max_batch",
         "max_model_len",
         "chunked_prefill",
         "prefix_caching",
@@ -103,6 +104,9 @@ class StackSettings:
     kv_dtype: str | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    # The largest decode batch captured as a CUDA graph; None ties it to max_num_seqs where the
+    # engine has a capture flag (each adapter says how).
+    cuda_graph_max_batch: int | None = None
     max_model_len: int | None = None
     chunked_prefill: bool | None = None
     prefix_caching: bool | None = None
@@ -134,6 +138,7 @@ class StackSettings:
             kv_dtype=_optional_word(options, "kv_dtype"),
             max_num_seqs=_optional_int(options, "max_num_seqs"),
             max_num_batched_tokens=_optional_int(options, "max_num_batched_tokens"),
+            cuda_graph_max_batch=_optional_int(options, "cuda_graph_max_batch"),
             max_model_len=_optional_int(options, "max_model_len"),
             chunked_prefill=_optional_bool(options, "chunked_prefill"),
             prefix_caching=_optional_bool(options, "prefix_caching"),
@@ -141,6 +146,11 @@ class StackSettings:
             gpu_memory_fraction=fraction,
             frontend=_optional_word(options, "frontend"),
         )
+
+    @property
+    def graph_batch_limit(self) -> int | None:
+        """The CUDA-graph capture limit: the stack's own, else its batch limit."""
+        return self.cuda_graph_max_batch or self.max_num_seqs
 
     @property
     def kv_is_default(self) -> bool:
@@ -164,6 +174,12 @@ _LAYOUT_NAMES = {
     "ep": "expert parallelism",
     "dp": "data parallelism",
 }
+
+
+def powers_of_two_up_to(limit: int) -> list[int]:
+    """CUDA-graph batch sizes 1, 2, 4, ... up to `limit`, ending at `limit` itself."""
+    sizes = [1 << power for power in range(limit.bit_length()) if 1 << power <= limit]
+    return sizes if sizes[-1] == limit else [*sizes, limit]
 
 
 def lookup(engine: str, table: Mapping[str, str], word: str, what: str) -> str:

@@ -75,11 +75,12 @@ def extra_llm_api_options(settings: StackSettings) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if kv_cache:
         options["kv_cache_config"] = kv_cache
-    if settings.max_num_seqs:
-        # Recommended: CUDA graphs padded up to the largest batch the stack runs.
+    if settings.graph_batch_limit:
+        # Recommended: CUDA graphs padded up to the largest batch the stack runs (or the
+        # stack's own capture limit).
         options["cuda_graph_config"] = {
             "enable_padding": True,
-            "max_batch_size": settings.max_num_seqs,
+            "max_batch_size": settings.graph_batch_limit,
         }
     speculative = _speculative_config(settings)
     if speculative:

@@ -23,6 +23,7 @@ from stackselect_runner.engines.stack import (
     StackSettings,
     UnsupportedSetting,
     lookup,
+    powers_of_two_up_to,
     refuse_layout_beyond,
 )
 
@@ -40,10 +41,7 @@ DEFAULT_CUDA_GRAPH_MAX = 32
 def cuda_graph_sizes(max_batch: int | None) -> str | None:
     if max_batch is None or max_batch <= DEFAULT_CUDA_GRAPH_MAX:
         return None
-    sizes = [1 << power for power in range(max_batch.bit_length()) if 1 << power <= max_batch]
-    if sizes[-1] != max_batch:
-        sizes.append(max_batch)
-    return ",".join(str(size) for size in sizes)
+    return ",".join(str(size) for size in powers_of_two_up_to(max_batch))
 
 
 def _refuse_missing_features(settings: StackSettings) -> None:
@@ -82,6 +80,6 @@ class TgiAdapter(ServedEngineAdapter):
         flags.add("--max-batch-size", settings.max_num_seqs)
         flags.add("--max-batch-prefill-tokens", settings.max_num_batched_tokens)
         flags.add("--max-total-tokens", settings.max_model_len)
-        flags.add("--cuda-graphs", cuda_graph_sizes(settings.max_num_seqs))
+        flags.add("--cuda-graphs", cuda_graph_sizes(settings.graph_batch_limit))
         flags.add("--cuda-memory-fraction", settings.gpu_memory_fraction)
         return flags.add("--speculate", settings.speculative and settings.speculative.num_tokens)

@@ -3,7 +3,8 @@
 Flag names from vllm-project/vllm vllm/engine/arg_utils.py (EngineArgs.add_cli_args, commit
 99d7eb5d): --tensor-parallel-size, --pipeline-parallel-size, --data-parallel-size,
 --enable-expert-parallel, --dtype, --quantization, --kv-cache-dtype, --max-num-seqs,
---max-num-batched-tokens, --max-model-len, --enable-chunked-prefill, --enable-prefix-caching
+--max-num-batched-tokens, --max-cudagraph-capture-size (CompilationConfig: the largest batch
+captured as a CUDA graph), --max-model-len, --enable-chunked-prefill, --enable-prefix-caching
 (booleans with a --no- form), --speculative-config (JSON), --gpu-memory-utilization,
 --served-model-name. vLLM has no expert-parallel size: --enable-expert-parallel makes the
 experts' group the whole tp x dp group, so any other ep is refused.
@@ -83,6 +84,8 @@ class VllmAdapter(ServedEngineAdapter):
         flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
         flags.add("--max-num-seqs", settings.max_num_seqs)
         flags.add("--max-num-batched-tokens", settings.max_num_batched_tokens)
+        # Only when the stack sets it: vLLM sizes its own capture list otherwise.
+        flags.add("--max-cudagraph-capture-size", settings.cuda_graph_max_batch)
         flags.add("--max-model-len", settings.max_model_len)
         flags.switch(
             "--enable-chunked-prefill", "--no-enable-chunked-prefill", settings.chunked_prefill
