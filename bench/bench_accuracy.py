@@ -4,10 +4,12 @@ Run from the repository root: `python bench/bench_accuracy.py [--write-bands]`. 
 AIConfigurator's measurement sample from the installed `aiconfigurator-core` wheel, keeps the
 aggregated (one-pool) rows with a stated concurrency, and splits them by the issue's rule
 (held out when sha256("model_path|system|backend") is 0 mod 5). On the rows outside that split
-it fits the calibrated factors (per engine and system) over each base method; on the held-out
-rows it predicts TTFT and TPOT with the roofline alone, AIConfigurator alone, and the calibrated
-result (over AIConfigurator where it answers, else over the roofline), and prints their median
-absolute percentage error and the share within 25%, side by side, all measured in this run.
+it fits the calibrated factors (per engine) over each base method; on the held-out rows it
+predicts TTFT and TPOT with the roofline alone, AIConfigurator alone (both in our closed loop,
+clients starting together, 20 rounds each as AIConfigurator's generated benchmark runs), and the
+calibrated result (over AIConfigurator where it answers, else over the roofline), and prints
+their median absolute percentage error and the share within 25%, side by side, all measured in
+this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
 10th-90th percentile relative errors in apps/selections/data/error_bands.json and the fitted
 factors in apps/selections/data/published_factors.json, which the app reads.
@@ -115,6 +117,13 @@ def main() -> int:
         METHOD_AICONFIGURATOR: fit_calibration(METHOD_AICONFIGURATOR, aic),
     }
     print(f"calibrated on the other rows in {time.perf_counter() - started:.0f} s")
+    for calibration in calibrations.values():
+        for key, factors in sorted(calibration.factors.items()):
+            print(
+                f"  {calibration.method} {'/'.join(key) or 'overall'}: prompt steps "
+                f"x{factors.prefill:.2f}, {factors.rounds} rounds, TTFT overhead "
+                f"{factors.ttft_overhead_ms:.0f} ms ({factors.rows} rows)"
+            )
     results: dict[str, dict[str, list[tuple[float, float]]]] = {}
 
     def record(method: str, predicted, row) -> None:

@@ -1,11 +1,19 @@
 """Calibrating a step-time provider on published measurements, never on held-out rows.
 
-A base method (the roofline or AIConfigurator) gets two factors per engine and system: one
-scaling steps that compute prompt tokens, and the number of staggered client groups the closed
-loop starts with (how synchronised the prompts arrive). Decode steps keep the base method's
-time: on training rows split by group (one hash bucket as a pseudo hold-out), a fitted decode
-factor made TPOT worse for both bases (AIConfigurator 14.9% -> 23-27% MdAPE), while the prompt
-factor and groups took AIConfigurator's TTFT from 60% to 42%.
+A base method (the roofline or AIConfigurator) gets three factors per engine:
+- `prefill` scales steps that compute prompt tokens;
+- `rounds` is how many requests per client the benchmark ran. Its clients start together, so
+  the first round's prompts queue behind each other, and the mean TTFT it reports is that queue
+  amortised over its rounds (closedloop.FixedConcurrencyPrediction.over_rounds); the sample
+  does not state its run length, so it is fitted;
+- `ttft_overhead_ms` is a fixed time every request spends before its first token outside the
+  engine's steps (HTTP, tokenising, scheduling, streaming the token back); kernel timings and
+  the roofline leave it out, and at low concurrency it is most of a short prompt's TTFT.
+Factors are per engine, not per engine and system: in a screening fit on training rows with
+a quarter of their groups left out in turn, per-system factors predicted the left-out groups
+worse (the roofline 40% -> 52% TTFT MdAPE, AIConfigurator 36% -> 40%). TPOT is the base method's
+own prediction: on training rows split by group, a fitted decode factor made TPOT worse for both
+bases (AIConfigurator 14.9% -> 23-27% MdAPE).
 They are fitted on the published rows that are not held out; a row of the held-out split
 (apps/catalog/published_sample.held_out) is skipped before any arithmetic, so perturbing one
 cannot move a factor (tests/selections/test_published_calibration.py checks that).
@@ -14,30 +22,36 @@ cannot move a factor (tests/selections/test_published_calibration.py checks that
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
 from apps.selections.aiconfigurator_provider import BACKENDS, SYSTEMS
-from apps.selections.published_predict import RowContext, predict_row
+from apps.selections.published_predict import RowContext, predict_row, simulate_row
 
 FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
 
-GROUP_CHOICES = (1, 2, 4, 8)
-ITERATIONS = 2
-MIN_ROWS = 8  # fewer fitting rows for an engine and system: use the engine's factors
-MAX_ROWS_PER_KEY = 60  # fitting rows per key, spread over the key's rows in a fixed order
+ROUND_CHOICES = (1, 2, 3, 5, 10, 20, 40)
+OVERHEAD_CHOICES_MS = (0.0, 10.0, 20.0, 40.0, 80.0, 120.0, 160.0, 240.0, 320.0, 480.0, 640.0, 960.0)
+# Multipliers of the prompt factor tried between simulations, reading TTFT as proportional to it.
+PREFILL_STEPS = tuple(0.25 * 1.25**k for k in range(20))
+LOG_CAP = math.log(4)
+ITERATIONS = 3  # simulations per row and key: two prompt-factor updates, then a final pick
+MIN_ROWS = 8  # fewer fitting rows for an engine: use the overall factors
+MAX_ROWS_PER_KEY = 100  # fitting rows per key, spread over the key's rows in a fixed order
 
 
 @dataclass(frozen=True)
 class StepFactors:
     prefill: float = 1.0
-    groups: int = 1
+    rounds: int = 1
+    ttft_overhead_ms: float = 0.0
     rows: int = 0
 
 
@@ -64,7 +78,8 @@ class Sample:
 
 @dataclass
 class Calibration:
-    """Factors per (engine, system), per engine, and overall, most specific first."""
+    """Factors per engine and overall (and per engine and system if a file holds them), most
+    specific first."""
 
     method: str
     factors: dict[tuple[str, ...], StepFactors] = field(default_factory=dict)
@@ -91,44 +106,64 @@ class Calibration:
         return _predicted(sample, self.factors_for(row.backend, row.system))
 
 
-def _median_ratio(pairs: Sequence[tuple[float, float]]) -> float:
-    return statistics.median(measured / predicted for predicted, measured in pairs)
+def _ttft_pairs(
+    samples: Sequence[Sample], simulated: Sequence[FixedConcurrencyPrediction], rounds: int
+) -> list[tuple[float, float]]:
+    """(predicted, measured) TTFT over a run of `rounds` rounds."""
+    return [
+        (prediction.over_rounds(rounds).ttft_ms, sample.context.row.ttft_ms)
+        for sample, prediction in zip(samples, simulated, strict=True)
+    ]
 
 
-def _pairs(samples: Sequence[Sample], factors: StepFactors) -> tuple[list, list]:
-    """(predicted, measured) TTFT pairs and TPOT pairs of the samples under these factors."""
-    ttft, tpot = [], []
-    for sample in samples:
-        predicted, row = _predicted(sample, factors), sample.context.row
-        ttft.append((predicted.ttft_ms, row.ttft_ms))
-        tpot.append((predicted.tpot_ms, row.tpot_ms))
-    return ttft, tpot
+def _log_error(pairs: Sequence[tuple[float, float]]) -> float:
+    """Mean absolute log ratio, each capped at a factor of 4: smoother than the median, so the
+    fitted factors do not jump between flat optima, and a row the loop cannot represent (a
+    run whose KV cache overflowed, TTFT 100x) weighs no more than a factor of 4."""
+    return statistics.fmean(min(abs(math.log(p / m)), LOG_CAP) for p, m in pairs)
 
 
-def _median_error(pairs: Sequence[tuple[float, float]]) -> float:
-    return statistics.median(abs(predicted - measured) / measured for predicted, measured in pairs)
-
-
-def _fit_key(samples: Sequence[Sample]) -> StepFactors:
-    """The group count and factors with the smallest median error on these rows."""
-    best: tuple[float, StepFactors] | None = None
-    for groups in GROUP_CHOICES:
-        factors = StepFactors(groups=groups, rows=len(samples))
-        for _ in range(ITERATIONS):
-            ttft, _ = _pairs(samples, factors)
-            prefill = factors.prefill * _median_ratio(ttft)
-            factors = StepFactors(prefill=prefill, groups=groups, rows=len(samples))
-        ttft, tpot = _pairs(samples, factors)
-        score = _median_error(ttft) + _median_error(tpot)
-        if best is None or score < best[0]:
-            best = (score, factors)
+def _best(
+    samples: Sequence[Sample], simulated: Sequence, steps: Sequence[float]
+) -> tuple[float, int, float]:
+    """(prompt multiplier, rounds, overhead) with the smallest TTFT error."""
+    best: tuple[float, tuple[float, int, float]] | None = None
+    for rounds in ROUND_CHOICES:
+        ttft = _ttft_pairs(samples, simulated, rounds)
+        for step in steps:
+            for overhead in OVERHEAD_CHOICES_MS:
+                scaled = [(step * predicted + overhead, measured) for predicted, measured in ttft]
+                score = _log_error(scaled)
+                if best is None or score < best[0]:
+                    best = (score, (step, rounds, overhead))
     assert best is not None
     return best[1]
 
 
+def _fit_key(samples: Sequence[Sample]) -> StepFactors:
+    """Simulate at the current prompt factor, pick the multiplier, rounds and overhead that fit
+    TTFT best (read as proportional to the factor), and again; the last pass only picks."""
+    factors = StepFactors(rows=len(samples))
+    for iteration in range(ITERATIONS):
+        simulated = [_simulated(sample, factors.prefill) for sample in samples]
+        last = iteration == ITERATIONS - 1
+        step, rounds, overhead = _best(samples, simulated, (1.0,) if last else PREFILL_STEPS)
+        factors = StepFactors(factors.prefill * step, rounds, overhead, len(samples))
+    return factors
+
+
+def _simulated(sample: Sample, prefill: float) -> FixedConcurrencyPrediction:
+    provider = CalibratedStepTime(sample.provider, StepFactors(prefill=prefill))
+    return simulate_row(provider, sample.context)
+
+
 def _predicted(sample: Sample, factors: StepFactors) -> FixedConcurrencyPrediction:
-    provider = CalibratedStepTime(sample.provider, factors)
-    return predict_row(provider, sample.context, groups=factors.groups)
+    """TTFT from the calibrated steps over the fitted rounds plus the overhead; TPOT is the base
+    method's own prediction (the rounds and factors are fitted on TTFT; the prompt factor would
+    otherwise drag TPOT along through mixed steps)."""
+    ttft = _simulated(sample, factors.prefill).over_rounds(factors.rounds).ttft_ms
+    base = predict_row(sample.provider, sample.context)
+    return replace(base, ttft_ms=ttft + factors.ttft_overhead_ms, method=METHOD_CALIBRATED)
 
 
 def _spread(samples: list[Sample]) -> list[Sample]:
@@ -151,7 +186,7 @@ def fit_calibration(
     keyed: dict[tuple[str, ...], list[Sample]] = defaultdict(list)
     for sample in fitting:
         row = sample.context.row
-        for key in ((row.backend, row.system), (row.backend,), ()):
+        for key in ((row.backend,), ()):
             keyed[key].append(sample)
     calibration = Calibration(method=method)
     for key, members in sorted(keyed.items()):

@@ -29,6 +29,13 @@ from apps.selections.estimator import Efficiency, Parallelism, build_step_cost
 # recorded default (fixtures/catalog/engines.json); for TensorRT-LLM it is our assumption.
 DEFAULT_BUDGET = 8192
 SCHEDULES = {"sglang": SCHEDULE_PREFILL_FIRST}
+# Rounds simulated per client: the synchronised first round, the one its queue spreads out, and
+# one in the pattern every later round repeats (fixed lengths keep the clients' spacing).
+SIMULATED_ROUNDS = 3
+# Rounds per client an uncalibrated prediction assumes: the benchmark AIConfigurator generates
+# runs concurrency x 20 requests after 2 x concurrency warm-up ones (its generator's
+# benchmark/bench_run.sh.j2, BENCH_MULTI_ROUND); calibration fits the sample's own.
+BENCHMARK_ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -91,10 +98,9 @@ def aiconfigurator_for(context: RowContext) -> StepTimeProvider | None:
     return aiconfigurator_step_time(stack).provider
 
 
-def predict_row(
-    provider: StepTimeProvider, context: RowContext, *, groups: int = 1
-) -> FixedConcurrencyPrediction:
-    """The row's TTFT and TPOT by this provider; `groups` staggered client groups (closedloop)."""
+def simulate_row(provider: StepTimeProvider, context: RowContext) -> FixedConcurrencyPrediction:
+    """The row's clients by this provider, starting together, for SIMULATED_ROUNDS rounds; its
+    `over_rounds(n)` is what a benchmark of n rounds per client measures."""
     row = context.row
     return predict_fixed_concurrency(
         provider,
@@ -103,5 +109,12 @@ def predict_row(
         concurrency=context.per_rank_concurrency,
         max_batched_tokens=DEFAULT_BUDGET,
         schedule=SCHEDULES.get(row.engine_slug or "", SCHEDULE_MIXED),
-        groups=groups,
+        lifetimes=SIMULATED_ROUNDS,
     )
+
+
+def predict_row(
+    provider: StepTimeProvider, context: RowContext, *, rounds: int = BENCHMARK_ROUNDS
+) -> FixedConcurrencyPrediction:
+    """The row's mean TTFT and TPOT by this provider over `rounds` requests per client."""
+    return simulate_row(provider, context).over_rounds(rounds)

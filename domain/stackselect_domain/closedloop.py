@@ -2,11 +2,14 @@
 
 This is the condition published tables measure: `concurrency` clients each send a request of
 isl prompt tokens for osl output tokens, and send the next one the moment the last finishes.
-How many prompts arrive together is the question that sets TTFT: if all clients start at once
-and lengths are fixed, every round's prompts queue for the prefill budget together; if the
-clients drift apart, a prompt mostly waits for one step. `groups` spans the two: the clients
-start in that many evenly staggered groups (1: all together; concurrency: one at a time), and a
-calibration picks it per engine from published measurements.
+How many prompts arrive together is the question that sets TTFT. A benchmark client (aiperf,
+vLLM's benchmark_serving) starts its clients together, so the first round's prompts queue for the
+prefill budget behind each other; that queue spreads the clients out, and with fixed lengths the
+later rounds return in the same pattern and mostly wait for one step. The measured mean TTFT is
+therefore the first round's queue amortised over however many rounds the benchmark runs: the
+prediction keeps each simulated round's mean (`ttft_by_round_ms`), and `over_rounds(n)` weighs
+them for an n-round run, the rounds past the simulated ones counting as the last simulated one.
+`groups` starts the clients in that many evenly staggered groups instead (1: all together).
 
 The engine loop is simulated on cohorts (requests in the same state move together) and stretches
 of pure decoding are taken in one stride, so a run of several request lifetimes costs a few
@@ -21,7 +24,7 @@ hundred provider calls, not one per token per request. Two scheduling policies:
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stackselect_domain.steptime import StepBatch, StepTimeProvider
 
@@ -32,12 +35,38 @@ SCHEDULES = (SCHEDULE_MIXED, SCHEDULE_PREFILL_FIRST)
 
 @dataclass(frozen=True)
 class FixedConcurrencyPrediction:
-    """Mean TTFT and TPOT over the measured requests, and the method that timed the steps."""
+    """Mean TTFT and TPOT over the measured requests, and the method that timed the steps.
+
+    The per-round means (round r: every client's r-th request) let `over_rounds` say what a
+    benchmark of another length would measure without simulating it again.
+    """
 
     ttft_ms: float
     tpot_ms: float
     method: str
     requests: int
+    ttft_by_round_ms: tuple[float, ...] = ()
+    tpot_by_round_ms: tuple[float, ...] = ()
+
+    def over_rounds(self, rounds: int) -> FixedConcurrencyPrediction:
+        """The means a run of `rounds` rounds per client would measure: the simulated rounds as
+        simulated, every later one like the last simulated round (the steady pattern)."""
+        if rounds < 1:
+            raise ValueError("rounds: must be at least 1")
+        simulated = len(self.ttft_by_round_ms)
+        if not simulated:
+            return self
+
+        def weighed(means: tuple[float, ...]) -> float:
+            kept = means[:rounds]
+            return (sum(kept) + max(0, rounds - simulated) * means[-1]) / rounds
+
+        return replace(
+            self,
+            ttft_ms=weighed(self.ttft_by_round_ms),
+            tpot_ms=weighed(self.tpot_by_round_ms),
+            requests=self.requests * rounds // simulated,
+        )
 
 
 @dataclass
@@ -45,6 +74,7 @@ class _Waiting:
     count: int
     prefilled: int  # prompt tokens already computed for each request of the cohort
     arrived_s: float | None  # None: a request already in flight when the run starts
+    round: int = 0  # which request of its clients this is (0: the first measured one)
 
 
 @dataclass
@@ -53,6 +83,7 @@ class _Decoding:
     generated: int
     first_token_s: float
     arrived_s: float | None
+    round: int = 0
 
 
 @dataclass
@@ -85,14 +116,14 @@ class _Loop:
             if whole:
                 chunks.append((whole, remaining, head.prefilled))
                 budget -= whole * remaining
-                done.append(_Waiting(whole, self.isl, head.arrived_s))
+                done.append(_Waiting(whole, self.isl, head.arrived_s, head.round))
                 head.count -= whole
                 if not head.count:
                     self.waiting.popleft()
                 continue
             chunks.append((1, budget, head.prefilled))
             head.count -= 1
-            partial = _Waiting(1, head.prefilled + budget, head.arrived_s)
+            partial = _Waiting(1, head.prefilled + budget, head.arrived_s, head.round)
             if not head.count:
                 self.waiting.popleft()
             self.waiting.appendleft(partial)
@@ -118,7 +149,9 @@ class _Loop:
             for cohort in self.decoding:
                 cohort.generated += 1
         for cohort in done:
-            self.decoding.append(_Decoding(cohort.count, 1, self.now, cohort.arrived_s))
+            self.decoding.append(
+                _Decoding(cohort.count, 1, self.now, cohort.arrived_s, cohort.round)
+            )
         return self.retire()
 
     def decode_stride(self) -> list[_Decoding]:
@@ -136,7 +169,8 @@ class _Loop:
         finished = [c for c in self.decoding if c.generated >= self.osl]
         self.decoding = [c for c in self.decoding if c.generated < self.osl]
         for cohort in finished:
-            self.waiting.append(_Waiting(cohort.count, 0, self.now))
+            after = cohort.round + 1 if cohort.arrived_s is not None else 0
+            self.waiting.append(_Waiting(cohort.count, 0, self.now, after))
         return finished
 
 
@@ -178,18 +212,22 @@ def predict_fixed_concurrency(
             loop.waiting.append(_Waiting(count, 0, 0.0))
         else:
             loop.decoding.append(_Decoding(count, loop.osl * index // groups, 0.0, None))
-    tally = _Tally()
-    while tally.requests < lifetimes * concurrency:
+    rounds = [_Tally() for _ in range(lifetimes)]
+    while rounds[-1].requests < concurrency:
         for cohort in loop.step():
-            if cohort.arrived_s is None:
+            if cohort.arrived_s is None or cohort.round >= lifetimes:
                 continue
+            tally = rounds[cohort.round]
             tally.requests += cohort.count
             tally.ttft_s += cohort.count * (cohort.first_token_s - cohort.arrived_s)
             decode_s = loop.now - cohort.first_token_s
             tally.tpot_s += cohort.count * decode_s / (loop.osl - 1)
+    requests = sum(t.requests for t in rounds)
     return FixedConcurrencyPrediction(
-        ttft_ms=tally.ttft_s / tally.requests * 1e3,
-        tpot_ms=tally.tpot_s / tally.requests * 1e3,
+        ttft_ms=sum(t.ttft_s for t in rounds) / requests * 1e3,
+        tpot_ms=sum(t.tpot_s for t in rounds) / requests * 1e3,
         method=provider.method,
-        requests=tally.requests,
+        requests=requests,
+        ttft_by_round_ms=tuple(t.ttft_s / t.requests * 1e3 for t in rounds),
+        tpot_by_round_ms=tuple(t.tpot_s / t.requests * 1e3 for t in rounds),
     )

@@ -39,6 +39,20 @@ def test_clients_starting_together_queue_for_the_token_budget() -> None:
     assert staggered.ttft_ms < 15
 
 
+def test_each_round_is_tallied_and_a_longer_run_amortises_the_first_rounds_queue() -> None:
+    args = {"isl": 1000, "osl": 100, "concurrency": 8, "max_batched_tokens": 2000}
+    result = predict_fixed_concurrency(LinearSteps(), **args, lifetimes=3)
+    first, *later = result.ttft_by_round_ms
+    assert len(later) == 2 and first > 2 * later[-1]  # the synchronised start queues once
+    assert result.ttft_ms == pytest.approx(sum(result.ttft_by_round_ms) / 3)
+    long_run = result.over_rounds(20)
+    assert long_run.ttft_ms == pytest.approx((sum(result.ttft_by_round_ms) + 17 * later[-1]) / 20)
+    assert result.over_rounds(1).ttft_ms == pytest.approx(first)
+    assert long_run.requests == 20 * 8
+    with pytest.raises(ValueError, match="rounds"):
+        result.over_rounds(0)
+
+
 def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
     # two clients, one mid-answer: its decode rides in the prompt's step only when mixed
     args = {"isl": 100, "osl": 11, "concurrency": 2, "groups": 2, "lifetimes": 1}

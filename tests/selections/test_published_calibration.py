@@ -11,13 +11,19 @@ from apps.catalog.loading import fixture_instances
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections.published_calibration import (
     CalibratedStepTime,
+    Calibration,
     Sample,
     StepFactors,
     calibrated_step_time,
     fit_calibration,
     stored_calibration,
 )
-from apps.selections.published_predict import RowContext, roofline_for
+from apps.selections.published_predict import (
+    RowContext,
+    predict_row,
+    roofline_for,
+    simulate_row,
+)
 from tests.catalog.published_rows import sample_row
 
 MODELS = fixture_instances(ModelSpec, "models")
@@ -68,7 +74,7 @@ def test_no_held_out_row_influences_any_fitted_factor() -> None:
     before = fit_calibration(METHOD_ROOFLINE, samples).factors
     after = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, HELD)).factors
     assert before == after
-    assert set(before) == {("vllm", "h100_sxm"), ("vllm",), ()}
+    assert set(before) == {("vllm",), ()}
     control = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, FITTED)).factors
     assert control != before  # a row that is fitted on does move the factors
 
@@ -96,3 +102,15 @@ def test_the_stored_factors_calibrate_an_engine_the_sample_measured_and_no_other
     assert calibrated.method == METHOD_CALIBRATED
     assert calibrated.factors == stored_calibration(METHOD_ROOFLINE).factors_for("vllm", "h100_sxm")
     assert calibrated_step_time(base, engine_slug="llama-cpp", accelerator_slug="h100-sxm") is None
+
+
+def test_a_calibrated_row_adds_the_overhead_to_its_ttft_and_keeps_the_base_tpot() -> None:
+    sample = _samples()[0]
+    factors = StepFactors(prefill=2.0, rounds=5, ttft_overhead_ms=40.0)
+    calibration = Calibration(METHOD_ROOFLINE, {("vllm",): factors})
+    predicted = calibration.predict(sample)
+    scaled = CalibratedStepTime(sample.provider, StepFactors(prefill=2.0))
+    expected_ttft = simulate_row(scaled, sample.context).over_rounds(5).ttft_ms + 40.0
+    assert predicted.ttft_ms == pytest.approx(expected_ttft)
+    assert predicted.tpot_ms == predict_row(sample.provider, sample.context).tpot_ms
+    assert predicted.method == METHOD_CALIBRATED
