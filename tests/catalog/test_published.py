@@ -112,6 +112,32 @@ def test_every_sample_row_is_representable_and_the_command_imports_them_all() ->
     assert held["agg"] == 314
 
 
+@needs_wheel
+@pytest.mark.django_db
+def test_loading_the_curated_data_imports_the_published_sample_after_the_catalog() -> None:
+    out = StringIO()
+    call_command("load_curated", stdout=out)
+    assert "5221 created" in out.getvalue()
+    call_command("load_curated", stdout=out)  # safe to run again
+    assert "already up to date (5221 rows)" in out.getvalue()
+    assert PublishedMeasurement.objects.count() == 5221
+
+
+@pytest.mark.django_db
+def test_without_the_wheel_the_import_says_why_and_only_if_available_exits_cleanly(
+    monkeypatch,
+) -> None:
+    # The wheel exists for manylinux x86_64 only; this is what another platform sees.
+    monkeypatch.setattr(aiconfigurator_wheel, "AVAILABLE", False)
+    out = StringIO()
+    call_command("published_import", if_available=True, stdout=out)
+    assert "not imported" in out.getvalue()
+    assert aiconfigurator_wheel.UNAVAILABLE_REASON in out.getvalue()
+    with pytest.raises(CommandError, match="pass --file"):
+        call_command("published_import")
+    assert not PublishedMeasurement.objects.exists()
+
+
 @pytest.mark.django_db
 def test_the_command_refuses_an_unreadable_file_with_a_message(tmp_path: Path) -> None:
     broken = tmp_path / "sample.csv"

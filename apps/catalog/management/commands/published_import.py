@@ -19,12 +19,22 @@ class Command(BaseCommand):
             "--file",
             help="A copy of silicon_sample.csv (default: the one in the installed wheel).",
         )
+        parser.add_argument(
+            "--if-available",
+            action="store_true",
+            help="Without the wheel and --file, say why nothing was imported and exit 0.",
+        )
 
     def handle(self, *args, **options) -> None:
         if options["file"]:
             path = Path(options["file"])
         elif aiconfigurator_wheel.AVAILABLE:
             path = aiconfigurator_wheel.sample_path()
+        elif options["if_available"]:
+            self.stdout.write(
+                f"{SOURCE_NAME}: not imported, {aiconfigurator_wheel.UNAVAILABLE_REASON}"
+            )
+            return
         else:
             raise CommandError(
                 f"{aiconfigurator_wheel.UNAVAILABLE_REASON}; pass --file with a copy of the sample"

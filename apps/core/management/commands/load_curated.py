@@ -1,8 +1,13 @@
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand
 
-# Loader commands of the curated data, in dependency order; an app adds its own here.
-CURATED_LOADERS = ("catalog_load",)
+# Loader commands of the curated data, in dependency order, with their options; an app adds its
+# own here. The published sample ships inside an optional wheel: without it, its loader says so
+# and the rest still loads.
+CURATED_LOADERS = (
+    ("catalog_load", {}),
+    ("published_import", {"if_available": True}),
+)
 
 
 class Command(BaseCommand):
@@ -10,6 +15,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         available = get_commands()
-        for loader in CURATED_LOADERS:
+        for loader, loader_options in CURATED_LOADERS:
             if loader in available:
-                call_command(loader, stdout=self.stdout, stderr=self.stderr)
+                call_command(loader, stdout=self.stdout, stderr=self.stderr, **loader_options)
