@@ -1,16 +1,17 @@
 """LMDeploy (`lmdeploy serve api_server`).
 
-Flag names from InternLM/lmdeploy lmdeploy/cli/utils.py (ArgumentHelper) as used by
-lmdeploy/cli/serve.py: --server-name, --server-port, --model-name, --backend
-(turbomind | pytorch), --tp, --dp, --ep, --dtype (auto, float16, bfloat16), --model-format
-(hf, awq, gptq, fp8, mxfp4), --quant-policy (0, 4 or 8: KV cache in 16-bit, int4 or int8),
---max-batch-size, --max-prefill-token-num, --session-len, --cache-max-entry-count (default
-0.8), --enable-prefix-caching and --cudagraph-capture-batch-sizes (one or more sizes, read by
-the PyTorch engine's CUDA-graph runner; the adapter sets it on the PyTorch backend only and
-refuses a capture limit on TurboMind, where the flag has no documented effect). LMDeploy has
-no pipeline-parallel or speculative-decoding flag in that helper and always splits long
-prefills by --max-prefill-token-num, and its KV quantisation is integer, not FP8: those
-settings are refused.
+Flag names from lmdeploy/cli/utils.py (ArgumentHelper) as used by lmdeploy/cli/serve.py in
+the lmdeploy 0.18.0 wheel (tests/runner/engine_flags/lmdeploy.json): --server-name,
+--server-port, --model-name, --backend (turbomind | pytorch), --tp, --dp, --ep, --dtype (auto,
+float16, bfloat16), --model-format (hf, awq, gptq, fp8, mxfp4), --quant-policy (0, 4 or 8: KV
+cache in 16-bit, int4 or int8), --max-batch-size, --max-prefill-token-num, --session-len,
+--cache-max-entry-count (default 0.8), --enable-prefix-caching and
+--cudagraph-capture-batch-sizes (one or more sizes, read by the PyTorch engine's CUDA-graph
+runner; the adapter sets it on the PyTorch backend only and refuses a capture limit on
+TurboMind, where the flag has no documented effect). LMDeploy has no pipeline-parallel flag and
+always splits long prefills by --max-prefill-token-num; the adapter maps neither its
+--speculative-* flags nor its FP8 --quant-policy values (16, 17) yet: those settings are
+refused.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def _refuse_missing_features(settings: StackSettings) -> None:
     refuse_layout_beyond(ENGINE, settings, tp="--tp", ep="--ep", dp="--dp")
     if settings.speculative is not None:
         raise UnsupportedSetting(
-            ENGINE, f"has no speculative decoding flag ({settings.speculative.method})"
+            ENGINE,
+            f"speculative decoding is not mapped by this adapter ({settings.speculative.method})",
         )
     if settings.chunked_prefill is False:
         raise UnsupportedSetting(
