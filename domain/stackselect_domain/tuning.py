@@ -35,7 +35,7 @@ ENGINE_KNOBS: dict[str, dict[str, str]] = {
     "sglang": {
         "max_num_seqs": "--max-running-requests",
         "max_num_batched_tokens": "--chunked-prefill-size",
-        "cuda_graph_max_batch": "--cuda-graph-max-bs",
+        "cuda_graph_max_batch": "--cuda-graph-max-bs-decode",
     },
     "tensorrt-llm": {
         "max_num_seqs": "--max_batch_size",

@@ -89,7 +89,7 @@ def test_sglang_uses_its_own_names_and_captures_cuda_graphs_up_to_the_batch_limi
         "--host", "127.0.0.1", "--port", "8100", "--served-model-name", LLAMA,
         "--tp-size", "2", "--pp-size", "1", "--dp-size", "1", "--ep-size", "1",
         "--dtype", "bfloat16", "--max-running-requests", "128",
-        "--chunked-prefill-size", "8192", "--cuda-graph-max-bs", "128",
+        "--chunked-prefill-size", "8192", "--cuda-graph-max-bs-decode", "128",
     ]  # fmt: skip
 
 

@@ -74,7 +74,7 @@ def test_the_table_covers_every_tuning_word_for_the_engines_with_cuda_graphs():
 def test_without_its_own_limit_the_capture_size_follows_the_batch_limit(tmp_path):
     spec = launch(tmp_path, MODEL, max_num_seqs=200)
     argv = get_engine_adapter("sglang").build_command(spec)
-    assert _values_after(argv, "--cuda-graph-max-bs") == ["200"]
+    assert _values_after(argv, "--cuda-graph-max-bs-decode") == ["200"]
     assert "--max-cudagraph-capture-size" not in get_engine_adapter("vllm").build_command(spec)
 
 

@@ -1,12 +1,14 @@
 """SGLang (`python -m sglang.launch_server`).
 
-Flag names from sgl-project/sglang docs/advanced_features/server_arguments.md (commit
-b36e8e19): --model-path, --served-model-name, --tp-size, --pp-size, --dp-size, --ep-size,
---dtype, --quantization, --kv-cache-dtype (auto, fp8_e5m2, fp8_e4m3), --max-running-requests,
---chunked-prefill-size (-1 disables chunked prefill), --context-length, --disable-radix-cache
-(prefix caching is on unless disabled), --mem-fraction-static, --cuda-graph-max-bs and the
---speculative-* flags. Readiness is /health_generate, which only answers once a real
-generation went through, so the first measured request does not pay for a cold engine.
+Flag names from sglang/srt/server_args.py (ServerArgs.add_cli_args) in the sglang 0.5.23
+wheel (tests/runner/engine_flags/sglang.json): --model-path, --served-model-name, --tp-size,
+--pp-size, --dp-size, --ep-size, --dtype, --quantization, --kv-cache-dtype (auto, fp8_e5m2,
+fp8_e4m3, ...), --max-running-requests, --chunked-prefill-size (-1 disables chunked prefill),
+--context-length, --disable-radix-cache (prefix caching is on unless disabled),
+--mem-fraction-static, --cuda-graph-max-bs-decode (0.5.23 splits the capture limit by phase;
+--cuda-graph-max-bs is gone) and the --speculative-* flags. Readiness is /health_generate,
+which only answers once a real generation went through, so the first measured request does not
+pay for a cold engine.
 """
 
 from __future__ import annotations
@@ -95,6 +97,6 @@ class SglangAdapter(ServedEngineAdapter):
         flags.add("--mem-fraction-static", settings.gpu_memory_fraction)
         # Recommended: capture CUDA graphs up to the largest batch the stack runs (or the
         # stack's own capture limit), so decode steps at full load replay graphs.
-        flags.add("--cuda-graph-max-bs", settings.graph_batch_limit)
+        flags.add("--cuda-graph-max-bs-decode", settings.graph_batch_limit)
         flags.extend(_speculative_flags(settings))
         return flags
