@@ -4,7 +4,8 @@ arity and choices they declare, for every stack the adapter accepts.
 llama.cpp is held to the real parser of the llama-cpp-python server installed here (and to
 llama-server's, when that binary is on PATH). vLLM, SGLang, TGI, TensorRT-LLM and LMDeploy are
 held to the flag sets in engine_flags/*.json, each derived from the engine's source at a pinned
-version that the file names (repository, file, tag or commit, as-of date).
+version that the file names (repository, file, tag or commit, as-of date); vLLM, SGLang and
+LMDeploy from the argparse parsers of their released wheels (package, wheel, sha256).
 """
 
 from __future__ import annotations

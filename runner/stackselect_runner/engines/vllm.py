@@ -1,13 +1,14 @@
 """vLLM (`vllm serve`).
 
-Flag names from vllm-project/vllm vllm/engine/arg_utils.py (EngineArgs.add_cli_args, commit
-99d7eb5d): --tensor-parallel-size, --pipeline-parallel-size, --data-parallel-size,
---enable-expert-parallel, --dtype, --quantization, --kv-cache-dtype, --max-num-seqs,
---max-num-batched-tokens, --max-cudagraph-capture-size (CompilationConfig: the largest batch
-captured as a CUDA graph), --max-model-len, --enable-chunked-prefill, --enable-prefix-caching
-(booleans with a --no- form), --speculative-config (JSON), --gpu-memory-utilization,
---served-model-name. vLLM has no expert-parallel size: --enable-expert-parallel makes the
-experts' group the whole tp x dp group, so any other ep is refused.
+Flag names from vllm/engine/arg_utils.py (EngineArgs.add_cli_args) in the vllm 0.33.0 wheel
+(tests/runner/engine_flags/vllm.json): --tensor-parallel-size, --pipeline-parallel-size,
+--data-parallel-size, --enable-expert-parallel, --dtype, --quantization, --kv-cache-dtype,
+--max-num-seqs, --max-num-batched-tokens, --max-cudagraph-capture-size (CompilationConfig: the
+largest batch captured as a CUDA graph), --max-model-len, --enable-chunked-prefill,
+--enable-prefix-caching (0.33.0 pairs each with --disable-x and still accepts the --no-enable-x
+form passed here), --speculative-config (JSON), --gpu-memory-utilization, --served-model-name.
+vLLM has no expert-parallel size: --enable-expert-parallel makes the experts' group the whole
+tp x dp group, so any other ep is refused.
 """
 
 from __future__ import annotations
