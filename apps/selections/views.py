@@ -243,6 +243,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
             for candidate in page.object_list
         ],
         "published_empty": published_nearest.none_note(selection.model and selection.model.slug),
+        "any_published": any(published.values()),
         "chosen": selectors.chosen_candidates(selection=selection),
         "query": _query_without_pages(request),
         "step": "candidates",
