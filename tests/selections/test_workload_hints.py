@@ -40,6 +40,7 @@ def test_pd_will_not_pay_for_short_prompts_at_low_load(catalog, alice, acme, goa
         (message,) = _hints(row, "pd_will_not_pay")
         assert "200-token prompts and 100-token outputs" in message
         assert "at 2 req/s" in message and "of one replica's time" in message
+        assert "ms (roofline, analytic) take" in message  # the quoted prefill names its method
         assert not _hints(row, "pd_disaggregation")
 
 
@@ -136,6 +137,7 @@ def test_speculative_decoding_is_suggested_when_tpot_binds_and_not_when_it_is_lo
 
     (message,) = _hints(tight["vllm"], "speculative_decoding")
     assert "TPOT binds" in message and "12 ms target" in message
+    assert "ms per token (roofline, analytic)" in message  # the quoted figure names its method
     assert "accepts" in message and "stable in vLLM" in message
 
     goal_payload["slo"].update(tpot_ms=1000)

@@ -46,6 +46,11 @@ def _maturity(judge: Judge, stack: Stack, feature: str) -> str:
     return cell.maturity if cell else "not recorded"
 
 
+def _method(latency: dict) -> str:
+    """The method of the latency a hint quotes, in brackets, as every figure carries one."""
+    return f"({latency.get('label') or 'method not recorded'})"
+
+
 def _prefill_duty(goal: Goal, stack: Stack, prefill_ms: float) -> float | None:
     """Share of a replica's time spent prefilling at the goal's peak rate (open loop only)."""
     if goal.target_rate_rps is None:
@@ -58,17 +63,18 @@ def _disaggregation(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None
     """P/D pays only with long prompts, long outputs, enough load that prefills keep landing on
     decode steps, and TTFT and TPOT tail targets that conflict (one prefill takes longer than
     the TPOT target). It needs separate GPUs for each pool, so one GPU never gets the hint."""
-    stack, slo = verdict.stack, goal.slo
-    prefill_ms = _latency(verdict).get("prefill_ms")
+    stack, slo, latency = verdict.stack, goal.slo, _latency(verdict)
+    prefill_ms = latency.get("prefill_ms")
     if stack.gpu_count < 2 or prefill_ms is None:
         return None
     duty = _prefill_duty(goal, stack, prefill_ms)
     lengths = f"{goal.isl}-token prompts and {goal.osl}-token outputs on average"
+    method = _method(latency)
     load = (
         f"at {goal.target_rate_rps * goal.peak_factor:g} req/s prefills of {prefill_ms:.0f} ms "
-        f"take {duty:.0%} of one replica's time"
+        f"{method} take {duty:.0%} of one replica's time"
         if duty is not None
-        else f"one prefill takes about {prefill_ms:.0f} ms"
+        else f"one prefill takes about {prefill_ms:.0f} ms {method}"
     )
     short = goal.isl < LONG_PROMPT_TOKENS or goal.osl < LONG_OUTPUT_TOKENS
     quiet = duty is not None and duty < LOW_PREFILL_DUTY
@@ -174,12 +180,12 @@ def _speculative(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None:
     return Reason(
         "speculative_decoding",
         f"TPOT binds: at {latency['concurrency']} in flight the estimate is "
-        f"{latency['tpot_ms']:.1f} ms per token, {tpot_share:.0%} of the {slo.tpot_ms:g} ms "
-        f"target, while TTFT uses {ttft_share:.0%} of its budget. Speculative decoding "
-        f"({_maturity(judge, stack, 'speculative_decoding')} in {stack.release.engine.name}) "
-        "verifies several drafted tokens per step; the gain depends on how many drafts your "
-        "traffic accepts, and at low acceptance or large batches it can cost more than it "
-        "saves, so measure it on real prompts.",
+        f"{latency['tpot_ms']:.1f} ms per token {_method(latency)}, {tpot_share:.0%} of the "
+        f"{slo.tpot_ms:g} ms target, while TTFT uses {ttft_share:.0%} of its budget. "
+        f"Speculative decoding ({_maturity(judge, stack, 'speculative_decoding')} in "
+        f"{stack.release.engine.name}) verifies several drafted tokens per step; the gain "
+        "depends on how many drafts your traffic accepts, and at low acceptance or large "
+        "batches it can cost more than it saves, so measure it on real prompts.",
     )
 
 
