@@ -17,7 +17,7 @@ import json
 import logging
 import math
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -257,8 +257,24 @@ def coverage_reason(stack: AicStack) -> str:
     return ""
 
 
+_CHOICES: dict[tuple, AicChoice] = {}
+
+
 def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
-    """The AIConfigurator provider for a stack, or None with the reason it does not apply."""
+    """The AIConfigurator provider for a stack, or None with the reason it does not apply.
+
+    Cached per stack of a saved catalog model: the ranking and the accuracy benchmark ask again
+    for every batch shape they try, and neither the answer nor its model configuration on disk
+    depends on it. An unsaved (custom) model is answered afresh."""
+    if stack.model.pk is None:
+        return _choose(stack)
+    key = (stack.model.pk, stack.model.slug, *(getattr(stack, f.name) for f in fields(stack)[1:]))
+    if key not in _CHOICES:
+        _CHOICES[key] = _choose(stack)
+    return _CHOICES[key]
+
+
+def _choose(stack: AicStack) -> AicChoice:
     reason = coverage_reason(stack)
     if reason:
         return AicChoice(None, reason)

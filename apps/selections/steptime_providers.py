@@ -67,36 +67,28 @@ ROOFLINE_ONLY_NOTE = (
     "roofline: the analytic order over every kept stack uses it alike; AIConfigurator's measured "
     "kernels, where they cover a stack, time the simulated comparison"
 )
-_AIC_CHOICES: dict[tuple, AicChoice] = {}
 
 
 def aiconfigurator_choice(stack: StackInputs) -> AicChoice:
-    """AIConfigurator's provider for the stack, or None with the reason it does not apply.
-
-    Cached per stack: the ranking asks once per (decode batch, context) it tries, and the
-    answer depends on neither."""
+    """AIConfigurator's provider for the stack, or None with the reason it does not apply."""
     model = stack.catalog_model
     if model is None or model.pk is None or not stack.accelerator_slug:
         return AicChoice(None, CUSTOM_MODEL_REASON)
     layout = stack.parallelism
-    key = (model.pk, stack.accelerator_slug, stack.engine, stack.engine_version)
-    key += (stack.precision, stack.kv_dtype, layout.tp, layout.pp, layout.ep, layout.dp)
-    if key not in _AIC_CHOICES:
-        _AIC_CHOICES[key] = aiconfigurator_step_time(
-            AicStack(
-                model=model,
-                accelerator_slug=stack.accelerator_slug,
-                engine_slug=stack.engine,
-                engine_version=stack.engine_version,
-                precision=stack.precision,
-                kv_dtype=stack.kv_dtype,
-                tp=layout.tp,
-                pp=layout.pp,
-                ep=layout.ep,
-                dp=layout.dp,
-            )
+    return aiconfigurator_step_time(
+        AicStack(
+            model=model,
+            accelerator_slug=stack.accelerator_slug,
+            engine_slug=stack.engine,
+            engine_version=stack.engine_version,
+            precision=stack.precision,
+            kv_dtype=stack.kv_dtype,
+            tp=layout.tp,
+            pp=layout.pp,
+            ep=layout.ep,
+            dp=layout.dp,
         )
-    return _AIC_CHOICES[key]
+    )
 
 
 def method_note(
