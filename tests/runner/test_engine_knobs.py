@@ -19,6 +19,8 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 GGUF = "/models/llama-3.1-8b-q4_k_m.gguf"
 # A value no adapter picks by itself, and above TGI's default capture list (32).
 VALUE = 96
+# Values below and above that default list: a trial's own limit is passed either way.
+VALUES = (16, VALUE)
 # The format each engine needs for a knob beyond plain bf16 weights (LMDeploy's PyTorch
 # engine, which reads the capture list, runs fp8 checkpoints; llama.cpp serves GGUF).
 OPTIONS = {"lmdeploy": {"precision": "fp8"}, "llama-cpp": {"model_path": GGUF,
@@ -37,17 +39,20 @@ def _values_after(argv: list[str], flag: str) -> list[str]:
     return argv[start:end]
 
 
+@pytest.mark.parametrize("value", VALUES)
 @pytest.mark.parametrize(("engine", "word"), PAIRS)
-def test_the_adapter_sets_each_tuning_word_through_the_knob_the_table_names(engine, word, tmp_path):
-    spec = launch(tmp_path, MODEL, **OPTIONS.get(engine, {}), **{word: VALUE})
+def test_the_adapter_sets_each_tuning_word_through_the_knob_the_table_names(
+    engine, word, value, tmp_path
+):
+    spec = launch(tmp_path, MODEL, **OPTIONS.get(engine, {}), **{word: value})
     knob = ENGINE_KNOBS[engine][word]
     if knob.startswith("cuda_graph_config."):
         options = extra_llm_api_options(StackSettings.from_options(spec.options))
-        assert options["cuda_graph_config"][knob.split(".", 1)[1]] == VALUE
+        assert options["cuda_graph_config"][knob.split(".", 1)[1]] == value
         return
     values = _values_after(get_engine_adapter(engine).build_command(spec), knob)
     # A capture list (LMDeploy, TGI) ends at the limit; every other knob takes the value.
-    assert values[-1].split(",")[-1] == str(VALUE)
+    assert values[-1].split(",")[-1] == str(value)
 
 
 @pytest.mark.parametrize(

@@ -38,10 +38,14 @@ QUEUE_ALL_REQUESTS = 65536
 DEFAULT_CUDA_GRAPH_MAX = 32
 
 
-def cuda_graph_sizes(max_batch: int | None) -> str | None:
-    if max_batch is None or max_batch <= DEFAULT_CUDA_GRAPH_MAX:
+def cuda_graph_sizes(settings: StackSettings) -> str | None:
+    """A capture limit the stack sets is always passed, so the engine gets what the trial
+    records; one derived from the batch limit only when it goes beyond the default list."""
+    limit = settings.graph_batch_limit
+    derived = settings.cuda_graph_max_batch is None
+    if limit is None or (derived and limit <= DEFAULT_CUDA_GRAPH_MAX):
         return None
-    return ",".join(str(size) for size in powers_of_two_up_to(max_batch))
+    return ",".join(str(size) for size in powers_of_two_up_to(limit))
 
 
 def _refuse_missing_features(settings: StackSettings) -> None:
@@ -80,6 +84,6 @@ class TgiAdapter(ServedEngineAdapter):
         flags.add("--max-batch-size", settings.max_num_seqs)
         flags.add("--max-batch-prefill-tokens", settings.max_num_batched_tokens)
         flags.add("--max-total-tokens", settings.max_model_len)
-        flags.add("--cuda-graphs", cuda_graph_sizes(settings.graph_batch_limit))
+        flags.add("--cuda-graphs", cuda_graph_sizes(settings))
         flags.add("--cuda-memory-fraction", settings.gpu_memory_fraction)
         return flags.add("--speculate", settings.speculative and settings.speculative.num_tokens)
