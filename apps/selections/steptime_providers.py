@@ -91,18 +91,28 @@ def aiconfigurator_choice(stack: StackInputs) -> AicChoice:
     )
 
 
+def _measured_kernels(
+    stack: StackInputs, efficiency: Efficiency | None, measured_kernels: bool
+) -> tuple[StepTimeProvider | None, str]:
+    """AIConfigurator's provider when it is the one to use, else None; with the sentence saying
+    why the stack has the method it gets. The one place the choice is made."""
+    if efficiency is not None:
+        return None, TEAM_FACTORS_NOTE
+    if not measured_kernels:
+        return None, ROOFLINE_ONLY_NOTE
+    choice = aiconfigurator_choice(stack)
+    if choice.provider is not None:
+        return choice.provider, (
+            choice.note or f"{choice.provider.label}: the stack's own engine version"
+        )
+    return None, f"roofline, because {choice.reason}"
+
+
 def method_note(
     stack: StackInputs, *, efficiency: Efficiency | None = None, measured_kernels: bool = True
 ) -> str:
     """Why the stack's figures have the method they have, in a sentence."""
-    if efficiency is not None:
-        return TEAM_FACTORS_NOTE
-    if not measured_kernels:
-        return ROOFLINE_ONLY_NOTE
-    choice = aiconfigurator_choice(stack)
-    if choice.provider is not None:
-        return choice.note or f"{choice.provider.label}: the stack's own engine version"
-    return f"roofline, because {choice.reason}"
+    return _measured_kernels(stack, efficiency, measured_kernels)[1]
 
 
 def roofline_provider(
@@ -145,10 +155,9 @@ def step_time_provider(
 ) -> StepTimeProvider:
     """The team's fitted roofline, else AIConfigurator where it covers (unless
     `measured_kernels` is False), else the roofline."""
-    if efficiency is None and measured_kernels:
-        choice = aiconfigurator_choice(stack)
-        if choice.provider is not None:
-            return choice.provider
+    provider, _ = _measured_kernels(stack, efficiency, measured_kernels)
+    if provider is not None:
+        return provider
     return roofline_provider(
         stack, decode_batch=decode_batch, context=context, efficiency=efficiency
     )
