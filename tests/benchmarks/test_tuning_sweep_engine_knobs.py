@@ -12,13 +12,11 @@ import pytest
 from django.urls import reverse
 
 from apps.benchmarks.choices import JobState
-from apps.benchmarks.plan_identity import PlanOptions
-from apps.benchmarks.services import plan_create
 from apps.catalog.loading import FIXTURE_DIR
 from apps.catalog.models import Engine, EngineRelease
 from apps.evidence.selectors import selection_evidence
 from tests.benchmarks.factories import catalog, selection_with_candidates
-from tests.fleet.processes import wait_for
+from tests.benchmarks.sweeps import simulated_sweep, wait_until_every_job_ends
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 TIGHT = 1  # one sequence at a time: every request queues behind the one decoding
@@ -55,16 +53,9 @@ def test_a_tensorrt_llm_sweep_on_the_simulator_tries_its_own_knobs_and_keeps_the
     client, alice, acme, trt_selection, runners
 ):
     runner = runners("sim-trt", gpus=1)
-    options = PlanOptions(
-        run_mode="simulated",
-        request_count=10,
-        load_points=({"rate_rps": 2.0}, {"rate_rps": 6.0}),
-        warmup_requests=1,
-        max_attempts=1,
-        tuning_sweep=True,
-        tuning_values={"max_num_seqs": [TIGHT]},
+    plan = simulated_sweep(
+        user=alice, team=acme, selection=trt_selection, values={"max_num_seqs": [TIGHT]}
     )
-    plan = plan_create(actor_user=alice, team=acme, selection_id=trt_selection.pk, options=options)
     jobs = list(plan.jobs.order_by("pk"))
     assert [(job.tuning["origin"], job.tuning["engine_knobs"]) for job in jobs] == [
         ("defaults", {}),
@@ -76,11 +67,7 @@ def test_a_tensorrt_llm_sweep_on_the_simulator_tries_its_own_knobs_and_keeps_the
     assert jobs[1].tuning["source"].startswith("TensorRT-LLM Performance Tuning Guide")
     assert jobs[1].engine["options"]["max_num_batched_tokens"] == 2048
 
-    def all_finished() -> bool:
-        states = set(plan.jobs.values_list("state", flat=True))
-        return states <= {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
-
-    wait_for(all_finished, timeout=400, what="the sweep's jobs\n" + runner.output())
+    wait_until_every_job_ends(plan, runner)
     assert set(plan.jobs.values_list("state", flat=True)) == {JobState.SUCCEEDED}
 
     (entry,) = selection_evidence(team=acme, selection_id=trt_selection.pk).candidates

@@ -8,11 +8,9 @@ import pytest
 from django.urls import reverse
 
 from apps.benchmarks.choices import JobState
-from apps.benchmarks.plan_identity import PlanOptions
-from apps.benchmarks.services import plan_create
 from apps.evidence.selectors import selection_evidence
 from tests.benchmarks.factories import catalog, selection_with_candidates
-from tests.fleet.processes import wait_for
+from tests.benchmarks.sweeps import simulated_sweep, wait_until_every_job_ends
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # One sequence at a time queues every request behind the one decoding: the SLO fails.
@@ -31,16 +29,9 @@ def test_a_sweep_keeps_each_candidates_best_setting_and_compares_the_best(
     client, alice, acme, two_layouts, runners
 ):
     runner = runners("sim-sweep", gpus=2)
-    options = PlanOptions(
-        run_mode="simulated",
-        request_count=10,
-        load_points=({"rate_rps": 2.0}, {"rate_rps": 6.0}),
-        warmup_requests=1,
-        max_attempts=1,
-        tuning_sweep=True,
-        tuning_values={"max_num_seqs": [TIGHT]},
+    plan = simulated_sweep(
+        user=alice, team=acme, selection=two_layouts, values={"max_num_seqs": [TIGHT]}
     )
-    plan = plan_create(actor_user=alice, team=acme, selection_id=two_layouts.pk, options=options)
     jobs = list(plan.jobs.order_by("pk"))
     assert [(job.tuning["origin"], job.tuning["settings"]) for job in jobs] == [
         ("defaults", {}),
@@ -48,11 +39,7 @@ def test_a_sweep_keeps_each_candidates_best_setting_and_compares_the_best(
     ] * 2
     assert jobs[1].engine["options"]["max_num_seqs"] == TIGHT
 
-    def all_finished() -> bool:
-        states = set(plan.jobs.values_list("state", flat=True))
-        return states <= {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
-
-    wait_for(all_finished, timeout=400, what="the sweep's jobs\n" + runner.output())
+    wait_until_every_job_ends(plan, runner)
     assert set(plan.jobs.values_list("state", flat=True)) == {JobState.SUCCEEDED}
 
     evidence = selection_evidence(team=acme, selection_id=two_layouts.pk)
