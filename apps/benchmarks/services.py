@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from stackselect_domain.tuning import ENGINE_KNOBS
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -175,6 +176,23 @@ def plan_create(
     return plan
 
 
+def _refuse_settings_without_a_knob(candidate: Candidate, options: PlanOptions) -> None:
+    """A sweep over a setting the candidate's engine has no knob for would only fail on the
+    runner; refuse it while planning, naming the engine and the setting."""
+    engine = candidate.stack.get("engine", "")
+    knobs = ENGINE_KNOBS.get(engine)
+    if not options.tuning_sweep or knobs is None:
+        return
+    missing = sorted(set(options.tuning_values) - set(knobs))
+    if missing:
+        raise ValidationError(
+            {
+                "candidates": f"{candidate}: {engine} has no knob for {', '.join(missing)}; "
+                "sweep it in a plan without this candidate"
+            }
+        )
+
+
 def _candidate_jobs(
     plan: BenchmarkPlan,
     candidate: Candidate,
@@ -184,6 +202,7 @@ def _candidate_jobs(
     workload: dict[str, Any],
 ) -> list[BenchmarkJob]:
     """One job per tuning trial of the candidate (one, unless the plan sweeps)."""
+    _refuse_settings_without_a_knob(candidate, options)
     klass = documents["workload_class"]
     trials = candidate_trials(
         candidate.release, klass, sweep=options.tuning_sweep, values=options.tuning_values

@@ -4,6 +4,7 @@ checklist."""
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from apps.benchmarks.models import QualityResult
@@ -74,6 +75,21 @@ def test_each_trial_records_its_settings_in_the_candidates_own_engine_knobs(
         "--max-cudagraph-capture-size": 64,
     }
     assert swept.engine["options"]["cuda_graph_max_batch"] == 64
+
+
+def test_a_sweep_over_a_setting_the_candidates_engine_lacks_is_refused_while_planning(
+    alice, acme, selection, sim_runner
+):
+    candidate = selection.candidates.get()
+    candidate.stack = {**candidate.stack, "engine": "llama-cpp"}
+    candidate.save(update_fields=["stack"])
+
+    with pytest.raises(ValidationError) as refused:
+        _plan(alice, acme, selection, tuning_sweep=True,
+              tuning_values={"cuda_graph_max_batch": [64]})  # fmt: skip
+
+    assert "llama-cpp has no knob for cuda_graph_max_batch" in str(refused.value)
+    assert not selection.benchmark_plans.exists()
 
 
 def test_a_sweep_over_an_unknown_setting_is_refused_by_name(alice, acme, selection):
