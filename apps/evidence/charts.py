@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from stackselect_domain.slo import SLO
 
+from apps.core.figures import figure_json, new_figure
 from apps.evidence.calibration_report import PredictionError
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
 from apps.evidence.stored import SKETCH_PERCENTILES
@@ -19,7 +20,6 @@ from apps.evidence.stored import SKETCH_PERCENTILES
 _LAYOUT = {
     "margin": {"l": 55, "r": 20, "t": 40, "b": 45},
     "height": 360,
-    "template": "plotly_white",
     "legend": {"orientation": "h", "y": -0.25},
 }
 RATE_AXIS = "offered rate (requests/s)"
@@ -46,7 +46,7 @@ def _line(
 def latency_chart(candidates: Sequence[CandidateEvidence], *, latency: str, slo: SLO | None) -> str:
     """P50 (solid) and P99 (dashed) of `latency` ("ttft" or "tpot") against the offered rate,
     with the SLO target as a horizontal line."""
-    figure = go.Figure()
+    figure = new_figure()
     for candidate in candidates:
         figure.add_trace(_line(candidate, f"{latency}_p50_ms", suffix=" P50"))
         figure.add_trace(_line(candidate, f"{latency}_p99_ms", suffix=" P99", dash="dash"))
@@ -59,23 +59,23 @@ def latency_chart(candidates: Sequence[CandidateEvidence], *, latency: str, slo:
         yaxis_title=f"{latency.upper()} (ms)",
         **_LAYOUT,
     )
-    return figure.to_json()
+    return figure_json(figure)
 
 
 def goodput_chart(candidates: Sequence[CandidateEvidence]) -> str:
-    figure = go.Figure([_line(candidate, "goodput_rps") for candidate in candidates])
+    figure = new_figure([_line(candidate, "goodput_rps") for candidate in candidates])
     figure.update_layout(
         title="SLO goodput against load",
         xaxis_title=RATE_AXIS,
         yaxis_title="goodput (requests/s meeting every target)",
         **_LAYOUT,
     )
-    return figure.to_json()
+    return figure_json(figure)
 
 
 def pareto_chart(candidates: Sequence[CandidateEvidence]) -> str:
     """Throughput per GPU against speed per user, one point per load point: up and right wins."""
-    figure = go.Figure()
+    figure = new_figure()
     for candidate in candidates:
         points = [
             point
@@ -98,7 +98,7 @@ def pareto_chart(candidates: Sequence[CandidateEvidence]) -> str:
         yaxis_title="output tokens/s per GPU",
         **_LAYOUT,
     )
-    return figure.to_json()
+    return figure_json(figure)
 
 
 def _cdf_point(candidate: CandidateEvidence, metric: str) -> PointEvidence | None:
@@ -109,7 +109,7 @@ def _cdf_point(candidate: CandidateEvidence, metric: str) -> PointEvidence | Non
 
 def cdf_chart(candidates: Sequence[CandidateEvidence], *, metric: str) -> str:
     """CDF of `metric` ("ttft_s" or "tpot_s") from the stored whole-percentile sketch."""
-    figure = go.Figure()
+    figure = new_figure()
     for candidate in candidates:
         point = _cdf_point(candidate, metric)
         if point is None:
@@ -129,12 +129,12 @@ def cdf_chart(candidates: Sequence[CandidateEvidence], *, metric: str) -> str:
         yaxis_title="share of completed requests",
         **_LAYOUT,
     )
-    return figure.to_json()
+    return figure_json(figure)
 
 
 def predicted_chart(errors: Sequence[PredictionError]) -> str:
     """Predicted against measured TTFT and TPOT; points on the diagonal were predicted right."""
-    figure = go.Figure()
+    figure = new_figure()
     largest = 0.0
     for error in errors:
         rows = [row for row in error.rows if row["metric"] in ("ttft_ms", "tpot_ms")]
@@ -157,7 +157,7 @@ def predicted_chart(errors: Sequence[PredictionError]) -> str:
         yaxis_title="measured (ms)",
         **_LAYOUT,
     )
-    return figure.to_json()
+    return figure_json(figure)
 
 
 def evidence_figures(

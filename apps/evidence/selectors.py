@@ -198,6 +198,8 @@ def measured_by_candidate(*, candidates: Iterable[Candidate]) -> dict[int, list[
     rows: dict[int, list[dict[str, Any]]] = {}
     for selection_id in {candidate.selection_id for candidate in wanted.values()}:
         selection = Selection.objects.select_related("model", "team").get(pk=selection_id)
+        if not runs_of(team=selection.team, selection=selection).exists():
+            continue  # nothing measured yet: no need to build the whole evidence
         report = selection_evidence(team=selection.team, selection_id=selection_id).calibration
         for error in report.errors:
             if error.candidate_id in wanted:

@@ -83,7 +83,16 @@ def candidates_filtered(
         # The quoted code matches a JSON string value on every database backend.
         candidates = candidates.filter(reasons__icontains=f'"{params["code"]}"')
     return candidates.only(
-        "id", "rank", "stack", "score", "estimate", "hints", "reasons", "capability_ids", "chosen"
+        "id",
+        "selection",
+        "rank",
+        "stack",
+        "score",
+        "estimate",
+        "hints",
+        "reasons",
+        "capability_ids",
+        "chosen",
     ).order_by("rank", "id")
 
 
@@ -96,10 +105,10 @@ def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
 def kept_stack_values(*, selection: Selection) -> dict[str, list[Any]]:
     """The distinct engines, accelerators, precisions and GPU counts among the kept candidates:
     the choices of the plan page's filters."""
-    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
+    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT).order_by()
     fields = (*STACK_FILTERS.values(), "gpu_count")
-    return {
-        field: sorted(set(kept.values_list(f"stack__{field}", flat=True)) - {None})
+    return {  # distinct in the database: a handful of values, not every kept row
+        field: sorted(set(kept.values_list(f"stack__{field}", flat=True).distinct()) - {None})
         for field in fields
     }
 

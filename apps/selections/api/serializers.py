@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.vocabulary import (
@@ -21,6 +20,7 @@ from stackselect_domain.workload import parse_length
 
 from apps.catalog.choices import AttentionKind, EngineKind, Maturity
 from apps.catalog.models import Accelerator, Engine, Feature, KernelBackend, ModelSpec
+from apps.catalog.selectors import NEAREST_LIMIT
 from apps.core.pagination import MAX_PAGE
 from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
@@ -445,15 +445,13 @@ class KeptCandidateSerializer(serializers.Serializer):
     hints = ReasonSerializer(many=True)
     capability_ids = serializers.ListField(child=serializers.IntegerField())
     chosen = serializers.BooleanField()
-    published = serializers.SerializerMethodField(
+    published = PublishedRowSerializer(
+        many=True,
+        source="published_rows",
         help_text="The nearest published measurements of the goal's model to this stack and "
-        "goal (at most 3, closest first): other people's figures, never the team's own."
+        f"goal (at most {NEAREST_LIMIT}, closest first): other people's figures, never the team's "
+        "own.",
     )
-
-    @extend_schema_field(PublishedRowSerializer(many=True))
-    def get_published(self, candidate: Any) -> list[dict[str, Any]]:
-        rows = self.context["published"][candidate.pk]
-        return PublishedRowSerializer(rows, many=True).data
 
 
 class DroppedCandidateSerializer(serializers.Serializer):
@@ -634,7 +632,8 @@ class EstimateOutputSerializer(serializers.Serializer):
     error_band = MetricErrorBandsSerializer()
     published = PublishedRowSerializer(
         many=True,
-        help_text="The nearest published measurements of the model (at most 3), closest first.",
+        help_text=f"The nearest published measurements of the model (at most {NEAREST_LIMIT}), "
+        "closest first.",
     )
     published_note = serializers.CharField(
         allow_null=True, help_text="Why `published` is empty; null when it is not."

@@ -110,7 +110,9 @@ class SelectionViewSet(
             "dropped_groups": selectors.dropped_groups(selection=selection),
         }
         published = published_nearest.published_for(selection=selection, candidates=kept)
-        return Response(CandidateListSerializer(body, context={"published": published}).data)
+        for candidate in kept:  # one nested serializer for the page, not one per candidate
+            candidate.published_rows = published[candidate.pk]
+        return Response(CandidateListSerializer(body).data)
 
     @extend_schema(request=None, responses={202: ComputationSerializer})
     @action(detail=True, methods=["post"], url_path="candidates/compute")
