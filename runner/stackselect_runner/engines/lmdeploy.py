@@ -24,9 +24,13 @@ model); LMDeploy has no plain draft-model or n-gram proposer, and its MTP propos
 model family (deepseek_mtp, hy3_mtp, qwen3_5_mtp), which the stack's "mtp" does not name: those
 are refused by name. LMDeploy has no pipeline-parallel flag and always splits long prefills by
 --max-prefill-token-num.
+The backend choice is stackselect_domain.tuning.engine_backend, which the planner uses too; the
+tuning knobs' flag names come from its ENGINE_KNOBS table.
 """
 
 from __future__ import annotations
+
+from stackselect_domain.tuning import ENGINE_KNOBS, backend_knobs, engine_backend, engine_label
 
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
@@ -47,9 +51,7 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 MODEL_FORMATS = {"int4_awq": "awq", "int4_gptq": "gptq", "fp8": "fp8", "mxfp4": "mxfp4"}
 # KV word -> QuantPolicy; plain "fp8" is FP8 (float8_e4m3fn), as LMDeploy's own alias "fp8" is.
 QUANT_POLICIES = {"int8": "8", "int4": "4", "fp8": "16", "fp8_e4m3": "16", "fp8_e5m2": "17"}
-# What only the PyTorch engine runs (module docstring): these weight formats and KV words.
-PYTORCH_ONLY_FORMATS = frozenset({"fp8", "mxfp4"})
-PYTORCH_ONLY_KV = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+KNOBS = ENGINE_KNOBS[ENGINE]
 SPECULATIVE_ALGORITHMS = {"eagle": "eagle", "eagle3": "eagle3"}
 SPECULATIVE_REFUSALS = {
     "draft": "has no plain draft-model proposer (speculative=draft)",
@@ -69,16 +71,6 @@ def _refuse_missing_features(settings: StackSettings) -> None:
         )
 
 
-def _backend(settings: StackSettings, model_format: str | None, kv: str | None) -> str:
-    """TurboMind, unless the stack needs what only the PyTorch engine runs."""
-    pytorch = (
-        model_format in PYTORCH_ONLY_FORMATS
-        or kv in PYTORCH_ONLY_KV
-        or settings.speculative is not None
-    )
-    return "pytorch" if pytorch else "turbomind"
-
-
 def _speculative_flags(settings: StackSettings) -> Flags:
     flags = Flags()
     spec = settings.speculative
@@ -89,18 +81,19 @@ def _speculative_flags(settings: StackSettings) -> Flags:
     return flags.add("--speculative-num-draft-tokens", spec.num_tokens)
 
 
-def _capture_sizes(settings: StackSettings, backend: str) -> Flags:
+def _capture_sizes(settings: StackSettings, backend: str | None) -> Flags:
     """The PyTorch engine's capture list up to the stack's limit; refused on TurboMind."""
     flags = Flags()
     limit = settings.cuda_graph_max_batch
     if limit is None:
         return flags
-    if backend != "pytorch":
+    knob = (backend_knobs(ENGINE, backend) or {}).get("cuda_graph_max_batch")
+    if knob is None:
         raise UnsupportedSetting(
-            ENGINE,
-            f"(TurboMind) documents no CUDA-graph capture flag (cuda_graph_max_batch={limit})",
+            engine_label(ENGINE, backend),
+            f"has no CUDA-graph capture flag (cuda_graph_max_batch={limit})",
         )
-    flags.append("--cudagraph-capture-batch-sizes")
+    flags.append(knob)
     flags.extend(str(size) for size in powers_of_two_up_to(limit))
     return flags
 
@@ -121,7 +114,12 @@ class LmdeployAdapter(ServedEngineAdapter):
         if settings.precision is not None and settings.precision not in DTYPES:
             model_format = lookup(ENGINE, MODEL_FORMATS, settings.precision, "--model-format")
         kv = None if settings.kv_is_default else settings.kv_dtype
-        backend = _backend(settings, model_format, kv)
+        backend = engine_backend(
+            ENGINE,
+            precision=settings.precision,
+            kv_dtype=kv,
+            speculative=settings.speculative is not None,
+        )
         flags = Flags(["lmdeploy", "serve", "api_server", settings.model_path or launch.model])
         flags.add("--server-name", launch.host).add("--server-port", launch.port)
         flags.add("--model-name", launch.served_name).add("--backend", backend)
@@ -129,8 +127,8 @@ class LmdeployAdapter(ServedEngineAdapter):
         flags.add("--dtype", DTYPES.get(settings.precision or ""))
         flags.add("--model-format", model_format)
         flags.add("--quant-policy", kv and lookup(ENGINE, QUANT_POLICIES, kv, "--quant-policy"))
-        flags.add("--max-batch-size", settings.max_num_seqs)
-        flags.add("--max-prefill-token-num", settings.max_num_batched_tokens)
+        flags.add(KNOBS["max_num_seqs"], settings.max_num_seqs)
+        flags.add(KNOBS["max_num_batched_tokens"], settings.max_num_batched_tokens)
         flags.extend(_capture_sizes(settings, backend))
         flags.add("--session-len", settings.max_model_len)
         fraction = settings.gpu_memory_fraction or CACHE_MAX_ENTRY_COUNT
