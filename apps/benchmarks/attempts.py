@@ -37,7 +37,7 @@ from apps.benchmarks.dispatch import (
     job_finish,
     lease_deadline,
     pending_jobs_reroute,
-    runner_fits,
+    runner_unfit_reason,
 )
 from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, QualityResult, ResultUpload
 from apps.benchmarks.quality import clean_evaluation, clean_output
@@ -107,10 +107,11 @@ def attempt_claim(*, runner: Runner, attempt_id: int) -> JobAttempt:
     """dispatched -> claimed for this runner, with a lease; anything else is refused."""
     attempt = _team_attempt(runner, attempt_id)
     job = attempt.job
-    if not runner_fits(runner, job):
+    unfit = runner_unfit_reason(runner, job)
+    if unfit is not None:
         raise PermissionDenied(
             f"This runner's labels do not fit the job ({job.engine.get('adapter')} on "
-            f"{job.gpu_count} x {job.accelerator})."
+            f"{job.gpu_count} x {job.accelerator}): it {unfit}."
         )
     # Serialise this runner's claims, so two at once cannot both take its last free GPU.
     Runner.objects.select_for_update().filter(pk=runner.pk).first()

@@ -3,11 +3,13 @@
 Jobs are sent by task name to their pool queue on commit; the web app never imports runner code.
 A job goes only to a runner whose probe reports the job's engine adapter (the stack's own engine
 for a measured plan, `simulated` for a dry run) in a version of the stack's release series
-(stackselect_domain.engine_versions) and enough GPUs of its accelerator: each (hardware, engine,
-series) has its own pool queue. A job no runner can take is `waiting_for_runner` with
-a reason naming what is missing, re-evaluated when runners enroll,
-probe or come back online, and by the reaper. Follow-up work (plan state, audit) happens only
-on the move into a terminal state, found by a conditional update's row count.
+(stackselect_domain.engine_versions), for a real engine the job's model in its model store
+(`engine.model_key`; the simulated engine needs no checkpoint), and enough GPUs of its
+accelerator: each (hardware, engine, series, model) has its own pool queue. A job no runner
+can take is `waiting_for_runner` with a reason naming what is missing, re-evaluated when
+runners enroll, probe or come back online, and by the reaper. Follow-up work (plan state,
+audit) happens only on the move into a terminal state, found by a conditional update's row
+count.
 """
 
 from __future__ import annotations
@@ -63,14 +65,19 @@ def _publish_on_commit(attempt: JobAttempt) -> None:
 
 def job_needs(job: BenchmarkJob) -> JobNeeds:
     """The hardware, the engine adapter (the stack's own engine, or `simulated`) and, for a real
-    engine, the catalog release whose series the runner's installed engine must be of."""
+    engine, the catalog release whose series the runner's installed engine must be of and the
+    model its store must hold (the simulated engine needs no checkpoint)."""
     adapter = str(job.engine.get("adapter") or "")
-    release = "" if adapter == SIMULATED_ADAPTER else str(job.stack.get("engine_version") or "")
-    return JobNeeds(job.accelerator, job.gpu_count, adapter, release)
+    if adapter == SIMULATED_ADAPTER:
+        return JobNeeds(job.accelerator, job.gpu_count, adapter)
+    release = str(job.stack.get("engine_version") or "")
+    model = str(job.engine.get("model_key") or "")
+    return JobNeeds(job.accelerator, job.gpu_count, adapter, release, model)
 
 
-def runner_fits(runner: Runner, job: BenchmarkJob) -> bool:
-    return unfit_reason(labels_of(runner), job_needs(job)) is None
+def runner_unfit_reason(runner: Runner, job: BenchmarkJob) -> str | None:
+    """Why this runner cannot take the job (None: it can)."""
+    return unfit_reason(labels_of(runner), job_needs(job))
 
 
 def gpus_in_use(runner_ids: list[int] | None = None) -> dict[int, int]:
@@ -133,7 +140,7 @@ def routing_verdict(
     name = fleet.accelerators.get(job.accelerator, job.accelerator)
     hardware = f"{job.gpu_count} x {name} ({job.accelerator})"
     engine = fleet.engines.get(needs.engine, needs.engine)
-    wanted = f"{needs.engine_words(engine)} on {hardware}"
+    wanted = needs.wanted(engine, hardware)
     runners = fleet.runners.get(job.team_id, [])
     why_not = {
         runner.name: unfit_reason(
@@ -148,8 +155,8 @@ def routing_verdict(
             JobState.WAITING_FOR_RUNNER,
             f"No online runner has {wanted}. "
             + (f"Runners of this team: {others}. " if others else "No runner is enrolled. ")
-            + "Install the engine on a runner with that hardware, or enroll one "
-            "on the Runners page.",
+            + "Install the engine (and add the model to its store: `stackselect-runner models "
+            "add`) on a runner with that hardware, or enroll one on the Runners page.",
         )
     online = [runner for runner in fitting if is_online(runner, now=now)]
     if not online:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from stackselect_domain.tuning import ENGINE_KNOBS
+from stackselect_domain.tuning import backend_knobs, engine_backend, engine_label
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -121,6 +121,8 @@ def plan_create(
         raise ValidationError({"candidates": "Choose at least one candidate to benchmark."})
     precision = _one_precision(candidates)
     kv_dtype = _kv_dtype(selection)
+    for candidate in candidates:
+        _refuse_settings_without_a_knob(candidate, options, kv_dtype=kv_dtype)
     documents = _plan_documents(selection, options)
     model = model_identity(selection.model, selection.custom_model)
     engines = [
@@ -176,19 +178,29 @@ def plan_create(
     return plan
 
 
-def _refuse_settings_without_a_knob(candidate: Candidate, options: PlanOptions) -> None:
-    """A sweep over a setting the candidate's engine has no knob for would only fail on the
-    runner; refuse it while planning, naming the engine and the setting."""
-    engine = candidate.stack.get("engine", "")
-    knobs = ENGINE_KNOBS.get(engine)
+def _refuse_settings_without_a_knob(
+    candidate: Candidate, options: PlanOptions, *, kv_dtype: str
+) -> None:
+    """A sweep over a setting the candidate's engine (on the backend it will run the stack on,
+    for LMDeploy) has no knob for would only fail on the runner; refuse it while planning,
+    naming the engine, its backend and the setting."""
+    stack = candidate.stack
+    engine = stack.get("engine", "")
+    backend = engine_backend(
+        engine,
+        precision=stack.get("precision"),
+        kv_dtype=kv_dtype,
+        speculative=bool(stack.get("speculative")),
+    )
+    knobs = backend_knobs(engine, backend)
     if not options.tuning_sweep or knobs is None:
         return
     missing = sorted(set(options.tuning_values) - set(knobs))
     if missing:
         raise ValidationError(
             {
-                "candidates": f"{candidate}: {engine} has no knob for {', '.join(missing)}; "
-                "sweep it in a plan without this candidate"
+                "candidates": f"{candidate}: {engine_label(engine, backend)} has no knob for "
+                f"{', '.join(missing)}; sweep it in a plan without this candidate"
             }
         )
 
@@ -202,7 +214,6 @@ def _candidate_jobs(
     workload: dict[str, Any],
 ) -> list[BenchmarkJob]:
     """One job per tuning trial of the candidate (one, unless the plan sweeps)."""
-    _refuse_settings_without_a_knob(candidate, options)
     klass = documents["workload_class"]
     trials = candidate_trials(
         candidate.release, klass, sweep=options.tuning_sweep, values=options.tuning_values

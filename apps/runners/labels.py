@@ -17,6 +17,8 @@ from typing import Any
 from stackselect_domain.engine_versions import BUILD_SERIES, release_accepts, version_series
 
 MAX_GPUS = 64
+# Model-store keys a probe may list; each becomes part of the runner's real-engine queues.
+MAX_MODELS = 64
 # Ships with every runner; its version is the runner's own, so jobs never ask for one.
 SIMULATED_ENGINE = "simulated"
 _MIB_PER_GB = 1e9 / 2**20
@@ -35,6 +37,9 @@ class Labels:
     gpu_count: int
     engines: dict[str, str]
     simulated: bool
+    # The catalog model slugs (a custom model's checkpoint name) the runner's model store maps
+    # to local checkpoints: a real engine runs only those.
+    models: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +47,7 @@ class Labels:
             "gpu_count": self.gpu_count,
             "engines": sorted(self.engines),
             "simulated": self.simulated,
+            "models": sorted(self.models),
         }
 
 
@@ -103,6 +109,15 @@ def validate_probe(probe: Any) -> dict[str, Any]:
         isinstance(key, str) and isinstance(value, str | None) for key, value in engines.items()
     ):
         raise ValueError("probe.engines: must map engine names to version strings")
+    models = probe.get("models", [])
+    if (
+        not isinstance(models, list)
+        or len(models) > MAX_MODELS
+        or not all(isinstance(model, str) and model.strip() for model in models)
+    ):
+        raise ValueError(
+            f"probe.models: must be a list of at most {MAX_MODELS} model slugs (non-empty strings)"
+        )
     if not isinstance(probe.get("simulated", False), bool):
         raise ValueError("probe.simulated: must be true or false")
     simulated_accelerator = probe.get("simulated_accelerator")
@@ -127,18 +142,21 @@ def derive_labels(probe: Mapping[str, Any], catalog: Iterable[CatalogAccelerator
         name, memory = str(probe.get("gpu_model") or ""), None
     accelerator = match_accelerator(name, memory, catalog) if name else None
     engines = {key: value or "" for key, value in dict(probe.get("engines", {})).items()}
-    return Labels(accelerator, gpu_count, engines, simulated)
+    models = frozenset(str(model).strip() for model in probe.get("models", []))
+    return Labels(accelerator, gpu_count, engines, simulated, models)
 
 
 @dataclass(frozen=True)
 class JobNeeds:
-    """What a job asks of a runner: the hardware, the engine adapter it launches and the catalog
-    release of that engine (empty for the simulated engine, which ships with every runner)."""
+    """What a job asks of a runner: the hardware, the engine adapter it launches, the catalog
+    release of that engine and the model its store must hold (both empty for the simulated
+    engine, which ships with every runner and needs no checkpoint)."""
 
     accelerator: str
     gpu_count: int
     engine: str
     engine_version: str = ""
+    model: str = ""
 
     @property
     def series(self) -> str | None:
@@ -153,6 +171,11 @@ class JobNeeds:
             return f"{name} ({BUILD_SERIES})"
         return f"{name} {self.series}" if self.series else name
 
+    def wanted(self, engine_name: str, hardware: str) -> str:
+        """What a runner must have, in words: "vLLM 0.8 with model llama-3.1-8b on 1 x ..."."""
+        model = f" with model {self.model}" if self.model else ""
+        return f"{self.engine_words(engine_name)}{model} on {hardware}"
+
 
 def runner_queue(runner_id: int) -> str:
     return f"runner.{runner_id}"
@@ -166,10 +189,17 @@ def _series_token(series: str | None) -> str:
     return ".any-build" if series == BUILD_SERIES else f".v{series}"
 
 
+def _model_token(model: str) -> str:
+    """`.model-<key>`, with any character a queue name cannot hold as `_` (a custom model's
+    checkpoint name has a `/`); empty for a job that needs no checkpoint."""
+    return ".model-" + re.sub(r"[^A-Za-z0-9._-]", "_", model) if model else ""
+
+
 def pool_queue(needs: JobNeeds, *, team_id: int) -> str:
-    """One pool per (hardware, engine, release series): only runners that have that engine in
-    that series consume it, so no runner takes a job it would have to refuse."""
-    engine = needs.engine + _series_token(needs.series)
+    """One pool per (hardware, engine, release series, model): only runners that have that
+    engine in that series and the model in their store consume it, so no runner takes a job it
+    would have to refuse."""
+    engine = needs.engine + _series_token(needs.series) + _model_token(needs.model)
     return f"pool.{team_id}.{needs.accelerator}.{needs.gpu_count}.{engine}"
 
 
@@ -201,6 +231,9 @@ def unfit_reason(
     if installed is None or (needs.series and not release_accepts(needs.engine_version, installed)):
         has = ", ".join(_engine_with_version(labels, name) for name in sorted(labels.engines))
         return f"lacks {needs.engine_words(engine_name)} (it has {has or 'no engine'})"
+    if needs.model and needs.model not in labels.models:
+        has = ", ".join(sorted(labels.models)) or "no model"
+        return f"lacks model {needs.model} in its store (it has {has})"
     return None
 
 
@@ -210,13 +243,16 @@ def _engine_with_version(labels: Labels, engine: str) -> str:
 
 
 def _engine_pools(labels: Labels) -> list[str]:
-    """Each engine's pool, and for a real engine the pool of its installed release series."""
+    """The simulated engine's pool; for a real engine, its pool and that of its installed
+    release series, each once per model in the runner's store (none: no real-engine pools)."""
     pools = []
     for engine in sorted(labels.engines):
-        pools.append(engine)
-        series = version_series(labels.engines[engine]) if engine != SIMULATED_ENGINE else None
-        if series:
-            pools.append(engine + _series_token(series))
+        if engine == SIMULATED_ENGINE:
+            pools.append(engine)
+            continue
+        series = version_series(labels.engines[engine])
+        engines = [engine, engine + _series_token(series)] if series else [engine]
+        pools += [name + _model_token(model) for name in engines for model in sorted(labels.models)]
     return pools
 
 

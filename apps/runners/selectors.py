@@ -66,6 +66,7 @@ def labels_of(runner: Runner) -> Labels:
         gpu_count=runner.gpu_count,
         engines=dict(runner.engines),
         simulated=runner.simulated,
+        models=frozenset(labels.get("models") or ()),
     )
 
 

@@ -25,7 +25,9 @@ WORKLOAD_CLASSES: tuple[str, ...] = ("long_prompts", "short_chat", "high_concurr
 TUNABLE: tuple[str, ...] = ("max_num_seqs", "max_num_batched_tokens", "cuda_graph_max_batch")
 # Each engine's own knob for a TUNABLE word, as its runner adapter sets it (a command-line flag,
 # or a field of TensorRT-LLM's LLM API options file); a word an engine lacks is absent, and its
-# adapter refuses it. tests/runner/test_engine_knobs.py holds every adapter to this table.
+# adapter refuses it. The adapters read their knob names from this table (the one copy);
+# tests/runner/test_engine_knobs.py checks that each sets the word's value through its knob and
+# that each knob is a flag (or field) of the engine's pinned release.
 ENGINE_KNOBS: dict[str, dict[str, str]] = {
     "vllm": {
         "max_num_seqs": "--max-num-seqs",
@@ -57,6 +59,16 @@ ENGINE_KNOBS: dict[str, dict[str, str]] = {
         "max_num_batched_tokens": "--batch-size",
     },
 }
+# LMDeploy serves a stack on TurboMind, its default and faster backend, unless the stack needs
+# what only its PyTorch engine runs: FP8 or MXFP4 weights, an FP8 KV cache or speculative
+# decoding (its runner adapter, runner/stackselect_runner/engines/lmdeploy.py, says where
+# LMDeploy documents each). The planner and the adapter both choose by engine_backend.
+LMDEPLOY_PYTORCH_PRECISIONS = frozenset({"fp8", "mxfp4"})
+LMDEPLOY_PYTORCH_KV = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+BACKEND_NAMES = {"turbomind": "TurboMind", "pytorch": "PyTorch"}
+# TUNABLE words only one backend of an engine reads ({engine: {word: backend}}): LMDeploy's
+# capture list is read by the PyTorch engine's CUDA-graph runner; TurboMind has no such flag.
+BACKEND_ONLY_KNOBS: dict[str, dict[str, str]] = {"lmdeploy": {"cuda_graph_max_batch": "pytorch"}}
 # Our thresholds for naming a workload's class (not an engine's): prompts of 4k tokens and
 # more are "long"; 64 or more requests in flight are "high concurrency".
 LONG_PROMPT_TOKENS = 4096
@@ -88,6 +100,35 @@ def engine_knobs(engine: str, settings: Mapping[str, int]) -> dict[str, int]:
     such as the simulator)."""
     names = ENGINE_KNOBS.get(engine, {})
     return {names[key]: value for key, value in settings.items() if key in names}
+
+
+def engine_backend(
+    engine: str, *, precision: str | None, kv_dtype: str | None, speculative: bool
+) -> str | None:
+    """The backend an engine with more than one (LMDeploy) runs the stack on; None otherwise."""
+    if engine != "lmdeploy":
+        return None
+    pytorch = (
+        (precision or "").lower() in LMDEPLOY_PYTORCH_PRECISIONS
+        or (kv_dtype or "").lower() in LMDEPLOY_PYTORCH_KV
+        or speculative
+    )
+    return "pytorch" if pytorch else "turbomind"
+
+
+def backend_knobs(engine: str, backend: str | None) -> dict[str, str] | None:
+    """The engine's knobs (ENGINE_KNOBS) less those only another of its backends reads; None for
+    an engine without a table, such as the simulator."""
+    knobs = ENGINE_KNOBS.get(engine)
+    if knobs is None:
+        return None
+    only = BACKEND_ONLY_KNOBS.get(engine, {})
+    return {word: knob for word, knob in knobs.items() if only.get(word, backend) == backend}
+
+
+def engine_label(engine: str, backend: str | None) -> str:
+    """The engine as a message names it: "lmdeploy (TurboMind)", or just the slug."""
+    return f"{engine} ({BACKEND_NAMES[backend]})" if backend else engine
 
 
 def check_sweep_values(values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:

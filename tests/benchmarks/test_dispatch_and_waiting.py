@@ -47,7 +47,7 @@ def test_dispatch_puts_a_real_message_on_the_pool_queue_in_redis(
 
 
 def test_nothing_is_sent_when_the_transaction_rolls_back(alice, acme, selection, broker):
-    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8"
+    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8.model-llama-3.1-8b"
     broker.delete(queue)
     plan = plan_create(
         actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions()

@@ -1,8 +1,9 @@
 """Engine-aware dispatch: a job reaches only runners whose probe reports its engine.
 
 A measured plan for an engine no runner has waits, saying which runners there are and what
-each lacks; it never falls back to the simulated engine. Messages go through the real Redis
-broker, and runners enroll and claim through the real runner API.
+each lacks (the engine, or the model in its store); it never falls back to the simulated
+engine. Messages go through the real Redis broker, and runners enroll and claim through the
+real runner API.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from tests.benchmarks.factories import RunnerClient, simulated_probe
 
 pytestmark = pytest.mark.django_db
 ENROLL = "/api/runner/v1/enroll"
-NEEDS = "vLLM 0.8 on 1 x NVIDIA H100 SXM (h100-sxm)"
+MODEL = "llama-3.1-8b"
+NEEDS = f"vLLM 0.8 with model {MODEL} on 1 x NVIDIA H100 SXM (h100-sxm)"
+VLLM_POOL = f"h100-sxm.1.vllm.v0.8.model-{MODEL}"
 
 
 @pytest.fixture
@@ -33,10 +36,11 @@ def broker():
     connection.close()
 
 
-def _enroll(client, alice, acme, name: str, engines: dict[str, str]):
-    """Enroll through the runner API; returns (runner, its API client, its queues)."""
+def _enroll(client, alice, acme, name: str, engines: dict[str, str], models=(MODEL,)):
+    """Enroll through the runner API (its model store holding `models`); returns (runner, its
+    API client, its queues)."""
     _, token = enrollment_token_create(actor_user=alice, team=acme)
-    probe = {**simulated_probe(), "engines": engines}
+    probe = {**simulated_probe(), "engines": engines, "models": list(models)}
     response = client.post(
         ENROLL, data={"token": token, "name": name, "probe": probe}, content_type="application/json"
     )
@@ -63,7 +67,7 @@ def test_a_job_for_an_engine_no_runner_has_waits_with_why_and_never_runs_simulat
     alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
 ):
     _, sim_api, sim_queues = _enroll(client, alice, acme, "sim-1", {"simulated": "0.1.0"})
-    queue = f"pool.{acme.pk}.h100-sxm.1.vllm.v0.8"
+    queue = f"pool.{acme.pk}.{VLLM_POOL}"
     broker.delete(queue)
     try:
         plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
@@ -173,3 +177,32 @@ def test_a_runner_with_another_release_series_of_the_engine_never_gets_the_job(
     assert "Not the others: gpu-old lacks vLLM 0.8" in job.state_reason
     assert attempt.queue in new_queues
     assert new_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
+
+
+def test_a_runner_whose_store_lacks_the_model_is_named_and_never_gets_the_job(
+    alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
+):
+    _, gpu_api, queues = _enroll(client, alice, acme, "gpu-2", {"vllm": "0.8.0"}, models=())
+    plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+    job = plan.jobs.get()
+    attempt = job.attempts.get()
+    broker.delete(attempt.queue)
+    assert job.engine["model_key"] == MODEL
+    assert job.state == "waiting_for_runner"
+    assert job.state_reason.startswith(f"No online runner has {NEEDS}. ")
+    missing = f"gpu-2 lacks model {MODEL} in its store (it has no model)"
+    assert missing in job.state_reason
+    assert missing in alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
+    assert attempt.queue not in queues
+    refused = gpu_api.post(f"attempts/{attempt.pk}/claim")
+    assert refused.status_code == 403 and f"lacks model {MODEL}" in refused.json()["detail"]
+
+    # The operator adds the model (`stackselect-runner models add`) and the runner probes again.
+    probe = {**simulated_probe(), "engines": {"vllm": "0.8.0"}, "models": [MODEL]}
+    answer = gpu_api.post("probe", {"probe": probe})
+    assert answer.status_code == 200, answer.content
+    job.refresh_from_db()
+    assert job.state == "queued"
+    assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-2."
+    assert attempt.queue in answer.json()["queues"]
+    assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200

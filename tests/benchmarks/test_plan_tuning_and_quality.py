@@ -92,6 +92,39 @@ def test_a_sweep_over_a_setting_the_candidates_engine_lacks_is_refused_while_pla
     assert not selection.benchmark_plans.exists()
 
 
+def test_a_capture_limit_sweep_on_lmdeploys_turbomind_is_refused_while_planning(
+    alice, acme, selection, sim_runner
+):
+    candidate = selection.candidates.get()
+    candidate.stack = {**candidate.stack, "engine": "lmdeploy", "precision": "bf16"}
+    candidate.save(update_fields=["stack"])
+
+    with pytest.raises(ValidationError) as refused:
+        _plan(alice, acme, selection, tuning_sweep=True,
+              tuning_values={"cuda_graph_max_batch": [64]})  # fmt: skip
+
+    assert "lmdeploy (TurboMind) has no knob for cuda_graph_max_batch" in str(refused.value)
+    assert not selection.benchmark_plans.exists()
+
+
+def test_a_capture_limit_sweep_on_lmdeploy_with_an_fp8_kv_cache_plans_for_its_pytorch_engine(
+    alice, acme, selection, sim_runner
+):
+    candidate = selection.candidates.get()
+    candidate.stack = {**candidate.stack, "engine": "lmdeploy", "precision": "bf16"}
+    candidate.save(update_fields=["stack"])
+    selection.workload = {**selection.workload, "kv_dtype": "fp8"}
+    selection.save(update_fields=["workload"])
+
+    plan = _plan(alice, acme, selection, tuning_sweep=True,
+                 tuning_values={"cuda_graph_max_batch": [64]})  # fmt: skip
+
+    assert [job.tuning["settings"] for job in plan.jobs.order_by("pk")] == [
+        {},
+        {"cuda_graph_max_batch": 64},
+    ]
+
+
 def test_a_sweep_over_an_unknown_setting_is_refused_by_name(alice, acme, selection):
     with pytest.raises(ValueError, match="unknown setting"):
         PlanOptions(tuning_sweep=True, tuning_values={"gpu_memory_fraction": [1]})

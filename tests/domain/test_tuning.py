@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from stackselect_domain.tuning import (
     MAX_SWEEP,
+    backend_knobs,
     best_trial,
     check_sweep_values,
+    engine_backend,
     engine_knobs,
+    engine_label,
     sweep_trials,
     workload_class,
 )
@@ -57,3 +60,27 @@ def test_settings_read_in_an_engines_own_knobs_leave_out_what_it_has_no_knob_for
     }
     assert engine_knobs("llama-cpp", settings) == {"--parallel": 4}
     assert engine_knobs("simulated", settings) == {}
+
+
+def test_lmdeploy_runs_on_pytorch_only_for_what_turbomind_cannot_run():
+    def backend(precision, kv_dtype=None, speculative=False):
+        return engine_backend(
+            "lmdeploy", precision=precision, kv_dtype=kv_dtype, speculative=speculative
+        )
+
+    assert backend("bf16") == backend("int4_awq", "int8") == "turbomind"
+    assert backend("fp8") == backend("mxfp4") == "pytorch"
+    assert backend("bf16", "fp8") == backend("bf16", "fp8_e5m2") == "pytorch"
+    assert backend("bf16", speculative=True) == "pytorch"
+    assert engine_backend("vllm", precision="fp8", kv_dtype="fp8", speculative=True) is None
+
+
+def test_turbomind_lacks_the_capture_knob_that_lmdeploys_pytorch_engine_reads():
+    assert "cuda_graph_max_batch" not in backend_knobs("lmdeploy", "turbomind")
+    assert backend_knobs("lmdeploy", "pytorch")["cuda_graph_max_batch"] == (
+        "--cudagraph-capture-batch-sizes"
+    )
+    assert "cuda_graph_max_batch" in backend_knobs("vllm", None)
+    assert backend_knobs("simulated", None) is None
+    assert engine_label("lmdeploy", "turbomind") == "lmdeploy (TurboMind)"
+    assert engine_label("vllm", None) == "vllm"

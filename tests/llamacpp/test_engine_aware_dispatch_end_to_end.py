@@ -19,7 +19,7 @@ from apps.benchmarks.services import plan_create
 from tests.fleet.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-NEEDS = "llama.cpp (any build) on 1 x NVIDIA H100 SXM (h100-sxm)"
+NEEDS = "llama.cpp (any build) with model {} on 1 x NVIDIA H100 SXM (h100-sxm)"
 # Several heartbeats and Celery polls: long enough for a wrong runner to have taken the job.
 WAIT_S = 6
 
@@ -35,9 +35,10 @@ def test_a_job_waits_for_a_runner_with_its_engine_and_runs_on_the_one_that_enrol
         actor_user=alice, team=acme, selection_id=llama_selection.pk, options=options
     )
     job = plan.jobs.get()
+    needs = NEEDS.format(llama_selection.model.slug)
     assert job.engine["adapter"] == "llama-cpp"
     assert job.state == JobState.WAITING_FOR_RUNNER
-    assert job.state_reason.startswith(f"No online runner has {NEEDS}. ")
+    assert job.state_reason.startswith(f"No online runner has {needs}. ")
     assert "sim-only lacks llama.cpp (any build) (it has simulated)" in job.state_reason
 
     time.sleep(WAIT_S)
@@ -48,7 +49,7 @@ def test_a_job_waits_for_a_runner_with_its_engine_and_runs_on_the_one_that_enrol
     assert not ResultUpload.objects.filter(job=job).exists()
     assert "claimed job" not in dry_only.output()
     page = alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
-    assert f"No online runner has {NEEDS}." in page
+    assert f"No online runner has {needs}." in page
 
     llama = runners("llama-b", models=gemma_store)
 

@@ -148,14 +148,35 @@ def test_lmdeploy_serves_dense_tp2_on_turbomind_with_its_kv_share(tmp_path):
     ]  # fmt: skip
 
 
-def test_lmdeploy_has_integer_kv_quantisation_only_and_no_pipeline_parallelism(tmp_path):
+def test_lmdeploy_keeps_integer_kv_on_turbomind_and_has_no_pipeline_parallelism(tmp_path):
     built = command("lmdeploy", launch(tmp_path, LLAMA, precision="int4_awq", kv_dtype="int8"))
     assert built[built.index("--model-format") + 1] == "awq"
     assert built[built.index("--quant-policy") + 1] == "8"
-    with pytest.raises(UnsupportedSetting, match=r"lmdeploy has no --quant-policy .*'fp8'"):
-        command("lmdeploy", launch(tmp_path, MIXTRAL, **MOE_EP8_FP8_KV))
+    assert built[built.index("--backend") + 1] == "turbomind"
     with pytest.raises(UnsupportedSetting, match=r"lmdeploy has no pipeline parallelism .*pp=2"):
         command("lmdeploy", launch(tmp_path, LLAMA, pp=2))
+
+
+@pytest.mark.parametrize(("kv_dtype", "policy"), [("fp8", "16"), ("fp8_e5m2", "17")])
+def test_lmdeploy_serves_an_fp8_kv_cache_on_pytorch_since_turbomind_refuses_it(
+    kv_dtype, policy, tmp_path
+):
+    built = command("lmdeploy", launch(tmp_path, LLAMA, precision="bf16", kv_dtype=kv_dtype))
+    assert built[built.index("--quant-policy") + 1] == policy
+    assert built[built.index("--backend") + 1] == "pytorch"
+    assert built[built.index("--dtype") + 1] == "bfloat16"
+
+
+def test_lmdeploy_speculates_with_eagle3_on_pytorch_with_the_draft_model(tmp_path):
+    eagle3 = {"method": "eagle3", "draft_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+              "num_tokens": 3}  # fmt: skip
+    built = command("lmdeploy", launch(tmp_path, LLAMA, precision="bf16", speculative=eagle3))
+    assert built[built.index("--backend") + 1] == "pytorch"
+    assert built[-6:] == [
+        "--speculative-algorithm", "eagle3",
+        "--speculative-draft-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        "--speculative-num-draft-tokens", "3",
+    ]  # fmt: skip
 
 
 def test_tgi_batches_up_to_the_stacks_limit_and_queues_every_client_above_it(tmp_path):

@@ -158,6 +158,42 @@ def test_every_flag_an_adapter_emits_is_one_its_pinned_release_defines(engine, t
     assert len(built) >= 4, f"{engine} refused most representative stacks: built {list(built)}"
 
 
+def _value(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+@pytest.mark.parametrize(
+    ("stack", "policy"), [("moe ep8 fp8 weights and kv", "16"), ("fp8 kv e5m2", "17")]
+)
+def test_lmdeploys_fp8_kv_commands_pass_its_flag_set_on_the_pytorch_backend(
+    stack, policy, tmp_path
+):
+    argv = get_engine_adapter("lmdeploy").build_command(launch(tmp_path, **STACKS[stack]))
+    assert flag_problems(argv, flag_set("lmdeploy")) == []
+    assert (_value(argv, "--quant-policy"), _value(argv, "--backend")) == (policy, "pytorch")
+
+
+def test_lmdeploys_eagle_command_passes_its_flag_set_on_the_pytorch_backend(tmp_path):
+    argv = get_engine_adapter("lmdeploy").build_command(
+        launch(tmp_path, **STACKS["eagle speculation"])
+    )
+    assert flag_problems(argv, flag_set("lmdeploy")) == []
+    assert _value(argv, "--backend") == "pytorch"
+    assert _value(argv, "--speculative-algorithm") == "eagle"
+    assert _value(argv, "--speculative-draft-model") == EAGLE["draft_model"]
+    assert _value(argv, "--speculative-num-draft-tokens") == "3"
+
+
+@pytest.mark.parametrize(
+    "stack", ["n-gram speculation", "draft model speculation", "mtp speculation"]
+)
+def test_lmdeploy_refuses_a_speculative_method_it_has_no_proposer_for_by_name(stack, tmp_path):
+    spec = launch(tmp_path, **STACKS[stack])
+    method = STACKS[stack]["speculative"]["method"]
+    with pytest.raises(UnsupportedSetting, match=rf"^lmdeploy .*speculative={method}"):
+        get_engine_adapter("lmdeploy").build_command(spec)
+
+
 def test_the_check_refuses_an_unknown_flag_a_missing_value_and_a_wrong_choice():
     doc = flag_set("tgi")
     argv = ["text-generation-launcher", "--max-concurrent-requests", "--quantize", "fp4",

@@ -1,19 +1,22 @@
 """Each engine adapter sets a tuning word through the knob that stackselect_domain.tuning's
-ENGINE_KNOBS names for it, so a trial recorded in the engine's own words is what the engine
-was really given; an engine without a knob refuses the word by name."""
+ENGINE_KNOBS names for it (the adapters read their knob names from that table), so a trial
+recorded in the engine's own words is what the engine was really given; each knob is a flag (or
+LLM API field) of the engine's pinned release; an engine, or a backend, without a knob refuses
+the word by name."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from stackselect_domain.tuning import ENGINE_KNOBS, TUNABLE
+from stackselect_domain.tuning import ENGINE_KNOBS, TUNABLE, engine_backend
 from stackselect_runner.engines import UnsupportedSetting, get_engine_adapter
 from stackselect_runner.engines.base import ENGINE_CPUS_ENV
 from stackselect_runner.engines.stack import StackSettings
 from stackselect_runner.engines.tensorrt_llm import extra_llm_api_options
 
 from .test_engine_adapters_commands import launch
+from .test_engine_adapters_flags import flag_set
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 GGUF = "/models/llama-3.1-8b-q4_k_m.gguf"
@@ -68,6 +71,40 @@ def test_an_engine_without_a_capture_knob_refuses_the_capture_limit_by_name(
     spec = launch(tmp_path, MODEL, **options, cuda_graph_max_batch=VALUE)
     with pytest.raises(UnsupportedSetting, match="cuda_graph_max_batch"):
         get_engine_adapter(engine).build_command(spec)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "lmdeploy", "tgi"])
+def test_every_knob_the_table_names_is_defined_by_the_engines_pinned_release(engine):
+    doc = flag_set(engine)
+    for word, knob in ENGINE_KNOBS[engine].items():
+        if "." in knob:  # a field of TensorRT-LLM's LLM API options file
+            section, field = knob.split(".")
+            assert field in doc["llm_api_options"][section], (engine, word, knob)
+        else:
+            assert knob in doc["flags"], (engine, word, knob)
+
+
+@pytest.mark.parametrize(
+    ("options", "backend"),
+    [
+        ({"precision": "bf16"}, "turbomind"),
+        ({"precision": "bf16", "kv_dtype": "int8"}, "turbomind"),
+        ({"precision": "fp8"}, "pytorch"),
+        ({"precision": "bf16", "kv_dtype": "fp8_e5m2"}, "pytorch"),
+        ({"precision": "bf16", "speculative": {"method": "eagle3", "draft_model": "d",
+                                               "num_tokens": 3}}, "pytorch"),
+    ],
+)  # fmt: skip
+def test_lmdeploy_serves_on_the_backend_the_domains_rule_names(options, backend, tmp_path):
+    """The planner refuses a TurboMind capture limit by the same rule (engine_backend)."""
+    argv = get_engine_adapter("lmdeploy").build_command(launch(tmp_path, MODEL, **options))
+    chosen = engine_backend(
+        "lmdeploy",
+        precision=options["precision"],
+        kv_dtype=options.get("kv_dtype"),
+        speculative="speculative" in options,
+    )
+    assert argv[argv.index("--backend") + 1] == backend == chosen
 
 
 def test_the_table_covers_every_tuning_word_for_the_engines_with_cuda_graphs():

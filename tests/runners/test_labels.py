@@ -61,6 +61,7 @@ def test_a_gpu_machine_is_labelled_from_its_first_gpu_and_count():
         {
             "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}] * 4,
             "engines": {"vllm": "0.8.0"},
+            "models": ["llama-3.1-8b"],
         }
     )
     labels = derive_labels(probe, CATALOG)
@@ -69,6 +70,7 @@ def test_a_gpu_machine_is_labelled_from_its_first_gpu_and_count():
         "gpu_count": 4,
         "engines": ["vllm"],
         "simulated": False,
+        "models": ["llama-3.1-8b"],
     }
 
 
@@ -89,6 +91,8 @@ def test_a_simulated_runner_takes_the_hardware_it_declares():
         ({"gpu_count": -1}, "probe.gpu_count"),
         ({"engines": ["vllm"]}, "probe.engines"),
         ({"simulated": True}, "probe.simulated_accelerator"),
+        ({"models": "llama-3.1-8b"}, "probe.models"),
+        ({"models": ["llama-3.1-8b", ""]}, "probe.models"),
     ],
 )
 def test_a_bad_probe_names_the_field(probe, field):
@@ -103,20 +107,42 @@ def test_a_runner_takes_pools_of_powers_of_two_up_to_its_count_and_its_own_count
     assert pool_sizes(0) == []
 
 
-def test_queues_are_the_runner_queue_then_a_pool_per_engine_series_and_size():
-    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": {"vllm": "0.8.5", "simulated": "1"}}
+def test_queues_are_the_runner_queue_then_a_pool_per_engine_series_model_and_size():
+    engines = {"vllm": "0.8.5", "simulated": "1"}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": engines, "models": ["llama-3.1-8b"]}
     labels = derive_labels(validate_probe(probe), CATALOG)
     assert queues_for(runner_id=7, team_id=3, labels=labels) == [
         "runner.7",
         "pool.3.l40s.1.simulated",
         "pool.3.l40s.2.simulated",
-        "pool.3.l40s.1.vllm",
-        "pool.3.l40s.2.vllm",
-        "pool.3.l40s.1.vllm.v0.8",
-        "pool.3.l40s.2.vllm.v0.8",
+        "pool.3.l40s.1.vllm.model-llama-3.1-8b",
+        "pool.3.l40s.2.vllm.model-llama-3.1-8b",
+        "pool.3.l40s.1.vllm.v0.8.model-llama-3.1-8b",
+        "pool.3.l40s.2.vllm.v0.8.model-llama-3.1-8b",
     ]
-    # A job for the catalog's vLLM 0.8.0 waits on the 0.8 pool this runner consumes.
-    assert pool_queue(JobNeeds("l40s", 2, "vllm", "0.8.0"), team_id=3) == "pool.3.l40s.2.vllm.v0.8"
+    # A job for the catalog's vLLM 0.8.0 on that model waits on the pool this runner consumes.
+    needs = JobNeeds("l40s", 2, "vllm", "0.8.0", "llama-3.1-8b")
+    assert pool_queue(needs, team_id=3) == "pool.3.l40s.2.vllm.v0.8.model-llama-3.1-8b"
+
+
+def test_a_runner_without_the_model_in_its_store_takes_no_real_engine_job_but_dry_runs():
+    probe = {"gpus": [{"name": "NVIDIA L40S"}], "engines": {"vllm": "0.8.5", "simulated": "1"},
+             "models": ["qwen2.5-7b"]}  # fmt: skip
+    labels = derive_labels(validate_probe(probe), CATALOG)
+    needs = JobNeeds("l40s", 1, "vllm", "0.8.0", "llama-3.1-8b")
+    assert unfit_reason(labels, needs) == (
+        "lacks model llama-3.1-8b in its store (it has qwen2.5-7b)"
+    )
+    assert pool_queue(needs, team_id=3) not in queues_for(runner_id=7, team_id=3, labels=labels)
+    # The simulated engine needs no checkpoint.
+    assert unfit_reason(labels, JobNeeds("l40s", 1, "simulated")) is None
+    # With an empty store the runner consumes no real-engine pool at all.
+    empty = derive_labels(validate_probe({**probe, "models": []}), CATALOG)
+    assert queues_for(runner_id=7, team_id=3, labels=empty) == [
+        "runner.7",
+        "pool.3.l40s.1.simulated",
+    ]
+    assert unfit_reason(empty, needs) == "lacks model llama-3.1-8b in its store (it has no model)"
 
 
 def test_a_runner_whose_engine_is_of_another_release_series_does_not_fit():
@@ -146,10 +172,13 @@ def test_a_runner_without_the_engine_or_enough_gpus_says_why_it_does_not_fit():
 
 def test_queue_names_keep_to_characters_the_embedded_filesystem_broker_accepts():
     engines = {"llama-cpp": "llama-cpp-python 0.3.36", "sglang": "0.5.23", "simulated": "0.1.0"}
-    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": engines}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}] * 2, "engines": engines, "models": ["gemma-3-1b"]}
     labels = derive_labels(validate_probe(probe), CATALOG)
     queues = queues_for(runner_id=7, team_id=3, labels=labels)
-    queues.append(pool_queue(JobNeeds("l40s", 1, "llama-cpp", "b10488"), team_id=3))
-    assert "pool.3.l40s.1.llama-cpp.any-build" in queues and "pool.3.l40s.2.sglang.v0.5" in queues
+    # A custom model is keyed by its checkpoint name, whose "/" a queue name cannot hold.
+    custom = JobNeeds("l40s", 1, "llama-cpp", "b10488", "google/gemma-3-1b-it")
+    queues.append(pool_queue(custom, team_id=3))
+    assert "pool.3.l40s.1.llama-cpp.any-build.model-google_gemma-3-1b-it" in queues
+    assert "pool.3.l40s.2.sglang.v0.5.model-gemma-3-1b" in queues
     # kombu's filesystem transport refuses exchange names outside [A-Za-z0-9._-].
     assert [queue for queue in queues if not re.fullmatch(r"[A-Za-z0-9._-]+", queue)] == []

@@ -25,6 +25,8 @@ import shutil
 import sys
 from typing import Any
 
+from stackselect_domain.tuning import ENGINE_KNOBS
+
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
 from stackselect_runner.engines.served import Flags, ServedEngineAdapter, thread_count
@@ -37,6 +39,7 @@ from stackselect_runner.engines.stack import (
 from stackselect_runner.probe import package_version, parse_llama_server_version, run_command
 
 ENGINE = "llama-cpp"
+KNOBS = ENGINE_KNOBS[ENGINE]
 LLAMA_SERVER = "llama-server"
 LLAMA_CPP_PYTHON = "llama-cpp-python"
 FRONTENDS = (LLAMA_SERVER, LLAMA_CPP_PYTHON)
@@ -105,8 +108,8 @@ def llama_server_command(settings: StackSettings, launch: LaunchSpec) -> list[st
     flags.add("--host", launch.host).add("--port", launch.port).add("--alias", launch.served_name)
     # The context is shared by the slots, so each slot gets max_model_len tokens.
     context = settings.max_model_len and settings.max_model_len * (slots or 1)
-    flags.add("--ctx-size", context).add("--parallel", slots)
-    flags.add("--batch-size", settings.max_num_batched_tokens)
+    flags.add("--ctx-size", context).add(KNOBS["max_num_seqs"], slots)
+    flags.add(KNOBS["max_num_batched_tokens"], settings.max_num_batched_tokens)
     flags.append("--cont-batching")
     flags.add("--n-gpu-layers", ALL_LAYERS_SERVER)
     if settings.tp > 1 or settings.pp > 1:

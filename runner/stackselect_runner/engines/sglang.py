@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sys
 
+from stackselect_domain.tuning import ENGINE_KNOBS
+
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
 from stackselect_runner.engines.served import Flags, ServedEngineAdapter
@@ -22,6 +24,7 @@ from stackselect_runner.engines.stack import StackSettings, UnsupportedSetting, 
 from stackselect_runner.probe import package_version
 
 ENGINE = "sglang"
+KNOBS = ENGINE_KNOBS[ENGINE]
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 QUANTIZATIONS = {
     "fp8": "fp8",
@@ -90,13 +93,13 @@ class SglangAdapter(ServedEngineAdapter):
             quantization = lookup(ENGINE, QUANTIZATIONS, settings.precision, "--quantization")
             flags.add("--quantization", quantization)
         flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
-        flags.add("--max-running-requests", settings.max_num_seqs)
-        flags.add("--chunked-prefill-size", _chunk_size(settings))
+        flags.add(KNOBS["max_num_seqs"], settings.max_num_seqs)
+        flags.add(KNOBS["max_num_batched_tokens"], _chunk_size(settings))
         flags.add("--context-length", settings.max_model_len)
         flags.switch("--disable-radix-cache", None, settings.prefix_caching is False or None)
         flags.add("--mem-fraction-static", settings.gpu_memory_fraction)
         # Recommended: capture CUDA graphs up to the largest batch the stack runs (or the
         # stack's own capture limit), so decode steps at full load replay graphs.
-        flags.add("--cuda-graph-max-bs-decode", settings.graph_batch_limit)
+        flags.add(KNOBS["cuda_graph_max_batch"], settings.graph_batch_limit)
         flags.extend(_speculative_flags(settings))
         return flags

@@ -23,6 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stackselect_domain.tuning import ENGINE_KNOBS
+
 from stackselect_runner.engines.base import EngineProcess, LaunchSpec
 from stackselect_runner.engines.registry import register_engine
 from stackselect_runner.engines.served import Flags, ServedEngineAdapter
@@ -35,6 +37,7 @@ from stackselect_runner.engines.stack import (
 from stackselect_runner.probe import package_version
 
 ENGINE = "tensorrt-llm"
+KNOBS = ENGINE_KNOBS[ENGINE]
 # Recommended: trtllm-serve's own default fraction, explicit so the identity records it.
 KV_CACHE_FREE_GPU_MEMORY_FRACTION = 0.9
 KV_DTYPES = {"fp8": "fp8", "fp8_e4m3": "fp8"}
@@ -78,10 +81,8 @@ def extra_llm_api_options(settings: StackSettings) -> dict[str, Any]:
     if settings.graph_batch_limit:
         # Recommended: CUDA graphs padded up to the largest batch the stack runs (or the
         # stack's own capture limit).
-        options["cuda_graph_config"] = {
-            "enable_padding": True,
-            "max_batch_size": settings.graph_batch_limit,
-        }
+        section, field = KNOBS["cuda_graph_max_batch"].split(".")
+        options[section] = {"enable_padding": True, field: settings.graph_batch_limit}
     speculative = _speculative_config(settings)
     if speculative:
         options["speculative_config"] = speculative
@@ -106,8 +107,8 @@ class TensorRtLlmAdapter(ServedEngineAdapter):
         flags.add("--backend", "pytorch")
         flags.add("--tp_size", settings.tp).add("--pp_size", settings.pp)
         flags.add("--ep_size", settings.ep)
-        flags.add("--max_batch_size", settings.max_num_seqs)
-        flags.add("--max_num_tokens", settings.max_num_batched_tokens)
+        flags.add(KNOBS["max_num_seqs"], settings.max_num_seqs)
+        flags.add(KNOBS["max_num_batched_tokens"], settings.max_num_batched_tokens)
         flags.add("--max_seq_len", settings.max_model_len)
         fraction = settings.gpu_memory_fraction or KV_CACHE_FREE_GPU_MEMORY_FRACTION
         flags.add("--kv_cache_free_gpu_memory_fraction", fraction)

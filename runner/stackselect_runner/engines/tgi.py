@@ -16,6 +16,8 @@ set above any load the harness sends. Version and readiness: GET /info and GET /
 
 from __future__ import annotations
 
+from stackselect_domain.tuning import ENGINE_KNOBS
+
 from stackselect_runner.engines.base import LaunchSpec, json_field
 from stackselect_runner.engines.registry import register_engine
 from stackselect_runner.engines.served import Flags, ServedEngineAdapter
@@ -28,6 +30,7 @@ from stackselect_runner.engines.stack import (
 )
 
 ENGINE = "tgi"
+KNOBS = ENGINE_KNOBS[ENGINE]
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 QUANTIZATIONS = {"fp8": "fp8", "int4_awq": "awq", "int4_gptq": "gptq", "int8": "eetq"}
 KV_DTYPES = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "fp8_e5m2": "fp8_e5m2"}
@@ -81,9 +84,9 @@ class TgiAdapter(ServedEngineAdapter):
             flags.add("--quantize", lookup(ENGINE, QUANTIZATIONS, settings.precision, "--quantize"))
         flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
         flags.add("--max-concurrent-requests", QUEUE_ALL_REQUESTS)
-        flags.add("--max-batch-size", settings.max_num_seqs)
-        flags.add("--max-batch-prefill-tokens", settings.max_num_batched_tokens)
+        flags.add(KNOBS["max_num_seqs"], settings.max_num_seqs)
+        flags.add(KNOBS["max_num_batched_tokens"], settings.max_num_batched_tokens)
         flags.add("--max-total-tokens", settings.max_model_len)
-        flags.add("--cuda-graphs", cuda_graph_sizes(settings))
+        flags.add(KNOBS["cuda_graph_max_batch"], cuda_graph_sizes(settings))
         flags.add("--cuda-memory-fraction", settings.gpu_memory_fraction)
         return flags.add("--speculate", settings.speculative and settings.speculative.num_tokens)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 
+from stackselect_domain.tuning import ENGINE_KNOBS
+
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
 from stackselect_runner.engines.served import Flags, ServedEngineAdapter
 from stackselect_runner.engines.stack import StackSettings, UnsupportedSetting, lookup
 
 ENGINE = "vllm"
+KNOBS = ENGINE_KNOBS[ENGINE]
 # Recommended: vLLM's documented default fraction (arg_utils help: "If unspecified, will use
 # the default value of 0.9"), set explicitly so the identity records it. CUDA graphs stay on
 # (no --enforce-eager), which is vLLM's default and its recommended serving mode.
@@ -83,10 +86,10 @@ class VllmAdapter(ServedEngineAdapter):
         flags.switch("--enable-expert-parallel", None, expert_parallel or None)
         flags.extend(_precision_flags(settings))
         flags.add("--kv-cache-dtype", kv and lookup(ENGINE, KV_DTYPES, kv, "--kv-cache-dtype"))
-        flags.add("--max-num-seqs", settings.max_num_seqs)
-        flags.add("--max-num-batched-tokens", settings.max_num_batched_tokens)
+        flags.add(KNOBS["max_num_seqs"], settings.max_num_seqs)
+        flags.add(KNOBS["max_num_batched_tokens"], settings.max_num_batched_tokens)
         # Only when the stack sets it: vLLM sizes its own capture list otherwise.
-        flags.add("--max-cudagraph-capture-size", settings.cuda_graph_max_batch)
+        flags.add(KNOBS["cuda_graph_max_batch"], settings.cuda_graph_max_batch)
         flags.add("--max-model-len", settings.max_model_len)
         flags.switch(
             "--enable-chunked-prefill", "--no-enable-chunked-prefill", settings.chunked_prefill
