@@ -2,12 +2,14 @@
 
 Starts gunicorn on a private PostgreSQL cluster (bench/faults/stack.py), or on a throw-away
 database created on the server of `--database-url` (and dropped afterwards), loads the curated
-catalog, computes the candidates of one selection (Llama 3.1 8B, BF16, up to 8 GPUs), then sends
-`--clients` concurrent clients at GET /api/v1/selections/{id}/candidates/ (token auth, first
-page), at the candidate list and plan pages (a logged-in session) and, the same way, at
-/healthz. Each client sends `--requests` requests, one after the
-other. It prints p50/p99 of both and their ratio: what the candidate list costs over a request
-that does nothing.
+catalog, computes the candidates of one selection (Llama 3.1 8B, BF16, up to 8 GPUs), chooses
+the two leading stacks, imports a real guidellm result for the first (tests/evidence/data),
+drafts a decision record on them and checkpoints the audit chain (as the periodic task does),
+then sends `--clients` concurrent clients at GET /api/v1/selections/{id}/candidates/ (token
+auth, first page), at the candidate list, plan, evidence and decision pages (a logged-in
+session) and, the same way, at /healthz. Each client sends `--requests` requests, one after
+the other. It prints p50/p99 of each and the p99 ratio: what each costs over a request that
+does nothing.
 
     .venv/bin/python bench/bench_candidate_latency.py [--clients 20] [--requests 25]
 """
@@ -39,6 +41,9 @@ WORKLOAD = {
     "arrival": {"process": "poisson", "rate_rps": 4},
 }
 SLO = {"ttft_ms": 1000, "tpot_ms": 60, "percentile": 99, "attainment": 0.95}
+GUIDELLM_REPORT = (
+    Path(__file__).resolve().parent.parent / "tests/evidence/data/guidellm/benchmarks.json"
+)
 
 
 @contextmanager
@@ -103,6 +108,41 @@ def selection_with_candidates() -> tuple[int, str, int, str]:
     return selection.pk, token, kept, session_cookie(user)
 
 
+def evidence_and_decision(selection_id: int) -> int:
+    """The two leading stacks chosen, a real guidellm result imported for the first, a draft
+    decision record on them and the audit chain checkpointed; returns the record's id."""
+    from apps.audit.verify import verify_and_checkpoint
+    from apps.decisions.services import DecisionText, record_create
+    from apps.evidence.services import RawFile, import_tool_results
+    from apps.selections.models import Selection
+    from apps.selections.services import candidates_choose
+
+    selection = Selection.objects.get(pk=selection_id)
+    user, team = selection.created_by, selection.team
+    first, second = selection.candidates.filter(outcome="kept").order_by("rank")[:2]
+    candidates_choose(actor_user=user, selection=selection, candidate_ids=[first.pk, second.pk])
+    report = RawFile("benchmarks.json", GUIDELLM_REPORT.read_bytes())
+    import_tool_results(
+        actor_user=user,
+        team=team,
+        selection_id=selection_id,
+        tool="guidellm",
+        files={"report": report},
+        candidate_id=first.pk,
+    )
+    text = DecisionText(
+        title="Latency bench decision",
+        chosen_candidate_id=first.pk,
+        rationale="The leading stack, measured.",
+        dropped={second.pk: "Ranked below the first."},
+        risks="None stated: a benchmark record.",
+        revalidate_after_days=90,
+    )
+    record = record_create(actor_user=user, team=team, selection_id=selection_id, text=text)
+    verify_and_checkpoint()
+    return record.pk
+
+
 def timed_get(url: str, headers: dict[str, str]) -> float:
     request = urllib.request.Request(url, headers=headers)
     start = perf_counter()
@@ -140,6 +180,7 @@ def main() -> None:
         stack.manage("collectstatic", "--noinput", "-v", "0")  # the pages' manifest storage
         stack.use_django()
         selection_id, token, kept, cookie = selection_with_candidates()
+        record_id = evidence_and_decision(selection_id)
         candidates = f"{stack.url}/api/v1/selections/{selection_id}/candidates/"
         auth = {"Authorization": f"Token {token}"}
         browser = {"Cookie": cookie}
@@ -147,6 +188,8 @@ def main() -> None:
             "candidates": (candidates, auth),
             "candidate page": (f"{stack.url}/selections/{selection_id}/candidates/", browser),
             "plan page": (f"{stack.url}/selections/{selection_id}/plan/", browser),
+            "evidence page": (f"{stack.url}/evidence/selections/{selection_id}/", browser),
+            "decision page": (f"{stack.url}/decisions/{record_id}/", browser),
             "healthz": (f"{stack.url}/healthz", {}),
         }
         for url, headers in pages.values():
@@ -162,7 +205,7 @@ def main() -> None:
         p50, p99[name] = np.percentile(seconds * 1e3, [50, 99])
         print(f"{name:<15} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
     print(f"p99 ratio candidates / healthz: {p99['candidates'] / p99['healthz']:.1f}x")
-    for name in ("candidate page", "plan page"):
+    for name in ("candidate page", "plan page", "evidence page", "decision page"):
         print(f"p99 ratio {name} / healthz: {p99[name] / p99['healthz']:.1f}x")
 
 
