@@ -4,20 +4,24 @@ Run from the repository root: `python bench/bench_accuracy.py [--write-bands]`. 
 AIConfigurator's measurement sample from the installed `aiconfigurator-core` wheel, keeps the
 aggregated (one-pool) rows with a stated concurrency, and splits them by the issue's rule
 (held out when sha256("model_path|system|backend") is 0 mod 5). On the rows outside that split
-it fits the calibrated factors (per engine) over each base method; on the held-out rows it
+it chooses the calibration's forms by leave-group-out cross validation and fits its factors
+(per engine) over each base method, printing both; on the held-out rows it
 predicts TTFT and TPOT with the roofline alone, AIConfigurator alone (both in our closed loop,
 clients starting together, 20 rounds each as AIConfigurator's generated benchmark runs), and the
 calibrated result (over AIConfigurator where it answers, else over the roofline), and prints
 their median absolute percentage error and the share within 25%, side by side, all measured in
 this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
-10th-90th percentile relative errors in apps/selections/data/error_bands.json and the fitted
-factors in apps/selections/data/published_factors.json, which the app reads.
+10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates
+show next to their figures, and the fitted forms and factors in
+apps/selections/data/published_factors.json, the record of the fit those bands were measured
+with.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -47,6 +51,7 @@ from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_sample import read_sample  # noqa: E402
 from apps.selections.error_bands import write_bands  # noqa: E402
 from apps.selections.published_calibration import (  # noqa: E402
+    Calibration,
     Sample,
     fit_calibration,
     write_calibrations,
@@ -88,6 +93,32 @@ def _summary(pairs: list[tuple[float, float]]) -> tuple[float, float]:
     return 100 * statistics.median(errors), 100 * sum(e <= WITHIN for e in errors) / len(errors)
 
 
+def _print_calibration(calibration: Calibration) -> None:
+    """The forms cross validation chose on the fitting rows (with every form's score) and the
+    factors fitted with them."""
+    for metric, scores in calibration.cross_validation.items():
+        chosen = {
+            "ttft": calibration.ttft_form,
+            "ttft_keys": calibration.ttft_keys,
+            "tpot": calibration.tpot_form,
+        }[metric]
+        listed = ", ".join(
+            f"{form} {'-' if score is None else f'{score:.1f}%'}" for form, score in scores.items()
+        )
+        print(f"  {calibration.method} {metric} form {chosen} (cross-validated MdAPE: {listed})")
+    for key, factors in sorted(calibration.ttft.items()):
+        print(
+            f"  {calibration.method} TTFT {'/'.join(key) or 'overall'}: prompt steps "
+            f"x{factors.prefill:.2f}, {factors.rounds} rounds, overhead "
+            f"{factors.ttft_overhead_ms:.0f} ms at scale 1 ({factors.rows} rows)"
+        )
+    for key, tpot in sorted(calibration.tpot.items()):
+        print(
+            f"  {calibration.method} TPOT {'/'.join(key) or 'overall'}: "
+            f"x{math.exp(tpot.log_factor):.2f}, concurrency^{tpot.slope:.3f} ({tpot.rows} rows)"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-bands", action="store_true")
@@ -118,12 +149,7 @@ def main() -> int:
     }
     print(f"calibrated on the other rows in {time.perf_counter() - started:.0f} s")
     for calibration in calibrations.values():
-        for key, factors in sorted(calibration.factors.items()):
-            print(
-                f"  {calibration.method} {'/'.join(key) or 'overall'}: prompt steps "
-                f"x{factors.prefill:.2f}, {factors.rounds} rounds, TTFT overhead "
-                f"{factors.ttft_overhead_ms:.0f} ms ({factors.rows} rows)"
-            )
+        _print_calibration(calibration)
     results: dict[str, dict[str, list[tuple[float, float]]]] = {}
 
     def record(method: str, predicted, row) -> None:
@@ -134,13 +160,13 @@ def main() -> int:
     aic_held = {s.context.row.key: s for s in aic if s.context.row.held_out}
     for sample in (s for s in roofline if s.context.row.held_out):
         row = sample.context.row
-        record(METHOD_ROOFLINE, predict_row(sample.provider, sample.context), row)
-        base = aic_held.get(row.key)
-        if base is not None:
-            record(METHOD_AICONFIGURATOR, predict_row(base.provider, base.context), row)
-        chosen = base or sample
-        calibration = calibrations[METHOD_AICONFIGURATOR if base else METHOD_ROOFLINE]
-        record(METHOD_CALIBRATED, calibration.predict(chosen), row)
+        chosen, base = sample, predict_row(sample.provider, sample.context)
+        record(METHOD_ROOFLINE, base, row)
+        if row.key in aic_held:
+            chosen = aic_held[row.key]
+            base = predict_row(chosen.provider, chosen.context)
+            record(METHOD_AICONFIGURATOR, base, row)
+        record(METHOD_CALIBRATED, calibrations[base.method].predict(chosen, base), row)
     elapsed = time.perf_counter() - started
     print()
     print(

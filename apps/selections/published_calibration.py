@@ -1,26 +1,43 @@
 """Calibrating a step-time provider on published measurements, never on held-out rows.
 
-A base method (the roofline or AIConfigurator) gets three factors per engine:
+A base method (the roofline or AIConfigurator) gets, per engine or per engine and accelerator
+family (the calibration's `ttft_keys`; a key with too few rows falls back to the engine, then
+to overall):
 - `prefill` scales steps that compute prompt tokens;
 - `rounds` is how many requests per client the benchmark ran. Its clients start together, so
   the first round's prompts queue behind each other, and the mean TTFT it reports is that queue
   amortised over its rounds (closedloop.FixedConcurrencyPrediction.over_rounds); the sample
   does not state its run length, so it is fitted;
-- `ttft_overhead_ms` is a fixed time every request spends before its first token outside the
-  engine's steps (HTTP, tokenising, scheduling, streaming the token back); kernel timings and
-  the roofline leave it out, and at low concurrency it is most of a short prompt's TTFT.
-Factors are per engine, not per engine and system: in a screening fit on training rows with
-a quarter of their groups left out in turn, per-system factors predicted the left-out groups
-worse (the roofline 40% -> 52% TTFT MdAPE, AIConfigurator 36% -> 40%). TPOT is the base method's
-own prediction: on training rows split by group, a fitted decode factor made TPOT worse for both
-bases (AIConfigurator 14.9% -> 23-27% MdAPE).
-They are fitted on the published rows that are not held out; a row of the held-out split
-(apps/catalog/published_sample.held_out) is skipped before any arithmetic, so perturbing one
-cannot move a factor (tests/selections/test_published_calibration.py checks that).
+- `ttft_overhead_ms` is time every request spends before its first token outside the engine's
+  steps (HTTP, tokenising, scheduling, streaming the token back); kernel timings and the
+  roofline leave it out, and at low concurrency it is most of a short prompt's TTFT. It is
+  `ttft_overhead_ms` times the row's overhead scale under the calibration's `ttft_form`
+  (OVERHEAD_FORMS: a constant, or growing with the model's active parameters or the prompt);
+and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
+of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
+family, per engine with a slope against the per-rank concurrency).
+
+The forms and keys are chosen by leave-group-out cross validation on the fitting rows alone:
+their (model, system, engine) groups are split CV_FOLDS ways by another hash, each fold is
+predicted by factors fitted on the others, and the choice with the smallest pooled median
+absolute error wins (ties keep the simpler one): the overhead form with factors per engine,
+then the TTFT keys for that form, and the TPOT form. The held-out rows play no part in it.
+
+Each fitting row is simulated once per prompt factor of PREFILL_LADDER; the TTFT at a factor
+between two rungs is interpolated (log-log), so fitting, cross validation and the form choice
+are arithmetic on those simulations. A prediction simulates at the fitted factor itself.
+Fitting skips every row of the held-out split (apps/catalog/published_sample.held_out) before
+any arithmetic, so perturbing one cannot move a factor or a form
+(tests/selections/test_published_calibration.py checks that).
+
+The calibrated method is the accuracy benchmark's (bench/bench_accuracy.py): its rounds and
+overhead describe a published benchmark's TTFT, not a step. The fitted factors are written to
+data/published_factors.json as the record of the fit the stored error bands were measured with.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -32,19 +49,47 @@ from pathlib import Path
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
-from apps.selections.aiconfigurator_provider import BACKENDS, SYSTEMS
-from apps.selections.published_predict import RowContext, predict_row, simulate_row
+from apps.selections.published_predict import BENCHMARK_ROUNDS, RowContext, simulate_row
 
 FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
 
 ROUND_CHOICES = (1, 2, 3, 5, 10, 20, 40)
 OVERHEAD_CHOICES_MS = (0.0, 10.0, 20.0, 40.0, 80.0, 120.0, 160.0, 240.0, 320.0, 480.0, 640.0, 960.0)
-# Multipliers of the prompt factor tried between simulations, reading TTFT as proportional to it.
-PREFILL_STEPS = tuple(0.25 * 1.25**k for k in range(20))
+# Prompt factors every fitting row is simulated at; the fit picks among quarter-octave steps
+# between them (PREFILL_GRID), interpolating the simulated TTFT.
+PREFILL_LADDER = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+PREFILL_GRID = tuple(2.0 ** (-k / 4) for k in range(16, -1, -1))
 LOG_CAP = math.log(4)
-ITERATIONS = 3  # simulations per row and key: two prompt-factor updates, then a final pick
-MIN_ROWS = 8  # fewer fitting rows for an engine: use the overall factors
-MAX_ROWS_PER_KEY = 100  # fitting rows per key, spread over the key's rows in a fixed order
+MIN_ROWS = 8  # fewer fitting rows for a key: use the next less specific key
+MAX_ROWS_PER_KEY = 100  # fitting rows per engine, spread over the engine's rows in a fixed order
+CV_FOLDS = 4
+TPOT_SLOPES = tuple(k / 40 for k in range(-8, 9))  # -0.2 .. 0.2
+
+# Overhead scale of a row under each TTFT form: the fitted overhead is in ms at scale 1
+# (10 B active parameters, or a 1,000-token prompt).
+OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
+    "constant": lambda context: 1.0,
+    "sqrt_active_params": lambda context: math.sqrt(context.model.params_active_b / 10),
+    "active_params": lambda context: context.model.params_active_b / 10,
+    "active_params_per_gpu": lambda context: (
+        context.model.params_active_b / 10 / context.parallelism().gpus
+    ),
+    "prompt_tokens": lambda context: context.row.isl / 1000,
+}
+TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
+    "base",
+    "engine",
+    "engine_family",
+    "engine_concurrency",
+)
+TPOT_FORMS = (TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE)
+# Which rows share factors, most specific key first (a key with fewer than MIN_ROWS fitting
+# rows is not fitted, so its rows use the next).
+KEYS_ENGINE, KEYS_ENGINE_FAMILY = "engine", "engine_family"
+KEY_FORMS: dict[str, Callable[[Sample], tuple[tuple[str, ...], ...]]] = {
+    KEYS_ENGINE: lambda sample: ((sample.engine,), ()),
+    KEYS_ENGINE_FAMILY: lambda sample: ((sample.engine, sample.family), (sample.engine,), ()),
+}
 
 
 @dataclass(frozen=True)
@@ -55,16 +100,26 @@ class StepFactors:
     rows: int = 0
 
 
+@dataclass(frozen=True)
+class TpotFactors:
+    log_factor: float = 0.0
+    slope: float = 0.0
+    rows: int = 0
+
+    def scale(self, concurrency: int) -> float:
+        return math.exp(self.log_factor + self.slope * math.log(concurrency))
+
+
 @dataclass(frozen=True, eq=False)
 class CalibratedStepTime:
-    """A base provider with fitted factors; its figures are of method "calibrated"."""
+    """A base provider whose prompt steps take `prefill` times as long."""
 
     base: StepTimeProvider
-    factors: StepFactors
+    prefill: float
     method: str = METHOD_CALIBRATED
 
     def step_seconds(self, batch: StepBatch) -> float:
-        factor = self.factors.prefill if batch.prefill_tokens else 1.0
+        factor = self.prefill if batch.prefill_tokens else 1.0
         return self.base.step_seconds(batch) * factor
 
 
@@ -75,45 +130,109 @@ class Sample:
     context: RowContext
     provider: StepTimeProvider
 
+    @property
+    def engine(self) -> str:
+        return self.context.row.backend
+
+    @property
+    def family(self) -> str:
+        return self.context.accelerator.family
+
 
 @dataclass
 class Calibration:
-    """Factors per engine and overall (and per engine and system if a file holds them), most
-    specific first."""
+    """One base method's forms and factors, most specific key first; `cross_validation` holds
+    each form's pooled cross-validated MdAPE (%) on the fitting rows."""
 
     method: str
-    factors: dict[tuple[str, ...], StepFactors] = field(default_factory=dict)
+    ttft_form: str = "constant"
+    ttft_keys: str = KEYS_ENGINE
+    tpot_form: str = TPOT_BASE
+    ttft: dict[tuple[str, ...], StepFactors] = field(default_factory=dict)
+    tpot: dict[tuple[str, ...], TpotFactors] = field(default_factory=dict)
+    cross_validation: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
-    def factors_for(self, engine: str, system: str) -> StepFactors:
-        for key in ((engine, system), (engine,), ()):
-            if key in self.factors:
-                return self.factors[key]
-        return StepFactors()
+    def ttft_factors(self, sample: Sample) -> StepFactors:
+        return _most_specific(self.ttft, KEY_FORMS[self.ttft_keys](sample), StepFactors())
+
+    def tpot_factors(self, sample: Sample) -> TpotFactors:
+        keys = KEY_FORMS[KEYS_ENGINE_FAMILY](sample)  # a table per engine has no family keys
+        return _most_specific(self.tpot, keys, TpotFactors())
 
     def as_dict(self) -> dict:
-        return {"|".join(key): asdict(value) for key, value in sorted(self.factors.items())}
-
-    @classmethod
-    def from_dict(cls, method: str, data: dict) -> Calibration:
-        factors = {
-            tuple(key.split("|")) if key else (): StepFactors(**value)
-            for key, value in data.items()
+        return {
+            "ttft_form": self.ttft_form,
+            "ttft_keys": self.ttft_keys,
+            "tpot_form": self.tpot_form,
+            "ttft": {"|".join(key): asdict(value) for key, value in sorted(self.ttft.items())},
+            "tpot": {"|".join(key): asdict(value) for key, value in sorted(self.tpot.items())},
+            "cross_validation": self.cross_validation,
         }
-        return cls(method=method, factors=factors)
 
-    def predict(self, sample: Sample) -> FixedConcurrencyPrediction:
-        row = sample.context.row
-        return _predicted(sample, self.factors_for(row.backend, row.system))
+    def predict(
+        self, sample: Sample, base: FixedConcurrencyPrediction
+    ) -> FixedConcurrencyPrediction:
+        """The row's calibrated TTFT and TPOT; `base` is the base method's own prediction of it
+        (predict_row), whose TPOT the correction scales (the prompt factor would otherwise drag
+        TPOT along through mixed steps)."""
+        factors = self.ttft_factors(sample)
+        provider = CalibratedStepTime(sample.provider, factors.prefill)
+        simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
+        overhead = factors.ttft_overhead_ms * OVERHEAD_FORMS[self.ttft_form](sample.context)
+        scale = self.tpot_factors(sample).scale(sample.context.per_rank_concurrency)
+        return replace(
+            base,
+            ttft_ms=simulated.ttft_ms + overhead,
+            tpot_ms=base.tpot_ms * scale,
+            method=METHOD_CALIBRATED,
+        )
 
 
-def _ttft_pairs(
-    samples: Sequence[Sample], simulated: Sequence[FixedConcurrencyPrediction], rounds: int
-) -> list[tuple[float, float]]:
-    """(predicted, measured) TTFT over a run of `rounds` rounds."""
-    return [
-        (prediction.over_rounds(rounds).ttft_ms, sample.context.row.ttft_ms)
-        for sample, prediction in zip(samples, simulated, strict=True)
+def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
+    for key in keys:
+        if key in table:
+            return table[key]
+    return default
+
+
+@dataclass(frozen=True)
+class _Fitting:
+    """A fitting row's simulations: TTFT (ms) by PREFILL_GRID x ROUND_CHOICES, the base TPOT."""
+
+    sample: Sample
+    group: str
+    ttft_grid: tuple[tuple[float, ...], ...]
+    base_tpot_ms: float
+
+    @property
+    def measured(self) -> tuple[float, float]:
+        row = self.sample.context.row
+        return row.ttft_ms, row.tpot_ms
+
+
+def _interpolated(rungs: Sequence[float], values: Sequence[float], at: float) -> float:
+    """Log-log interpolation of values given at rungs (ascending)."""
+    upper = next(i for i, rung in enumerate(rungs) if rung >= at - 1e-12)
+    if upper == 0 or rungs[upper] == at:
+        return values[upper]
+    low, high = rungs[upper - 1], rungs[upper]
+    weight = math.log(at / low) / math.log(high / low)
+    return math.exp((1 - weight) * math.log(values[upper - 1]) + weight * math.log(values[upper]))
+
+
+def _fitting(sample: Sample) -> _Fitting:
+    simulated = [
+        simulate_row(CalibratedStepTime(sample.provider, prefill), sample.context)
+        for prefill in PREFILL_LADDER
     ]
+    by_rounds = [[s.over_rounds(r).ttft_ms for s in simulated] for r in ROUND_CHOICES]
+    grid = tuple(
+        tuple(_interpolated(PREFILL_LADDER, by_rounds[r], p) for r in range(len(ROUND_CHOICES)))
+        for p in PREFILL_GRID
+    )
+    row = sample.context.row
+    base = simulated[-1].over_rounds(BENCHMARK_ROUNDS)  # prompt factor 1: the base method
+    return _Fitting(sample, f"{row.model_path}|{row.system}|{row.backend}", grid, base.tpot_ms)
 
 
 def _log_error(pairs: Sequence[tuple[float, float]]) -> float:
@@ -123,107 +242,164 @@ def _log_error(pairs: Sequence[tuple[float, float]]) -> float:
     return statistics.fmean(min(abs(math.log(p / m)), LOG_CAP) for p, m in pairs)
 
 
-def _best(
-    samples: Sequence[Sample], simulated: Sequence, steps: Sequence[float]
-) -> tuple[float, int, float]:
-    """(prompt multiplier, rounds, overhead) with the smallest TTFT error."""
-    best: tuple[float, tuple[float, int, float]] | None = None
-    for rounds in ROUND_CHOICES:
-        ttft = _ttft_pairs(samples, simulated, rounds)
-        for step in steps:
+def _fit_ttft(rows: Sequence[_Fitting], scales: Sequence[float]) -> StepFactors:
+    """The prompt factor, rounds and overhead (ms at scale 1) with the smallest TTFT error."""
+    best: tuple[float, StepFactors] | None = None
+    measured = [row.measured[0] for row in rows]
+    for p_index, prefill in enumerate(PREFILL_GRID):
+        for r_index, rounds in enumerate(ROUND_CHOICES):
+            simulated = [row.ttft_grid[p_index][r_index] for row in rows]
             for overhead in OVERHEAD_CHOICES_MS:
-                scaled = [(step * predicted + overhead, measured) for predicted, measured in ttft]
-                score = _log_error(scaled)
+                pairs = [
+                    (t + overhead * s, m)
+                    for t, s, m in zip(simulated, scales, measured, strict=True)
+                ]
+                score = _log_error(pairs)
                 if best is None or score < best[0]:
-                    best = (score, (step, rounds, overhead))
+                    best = (score, StepFactors(prefill, rounds, overhead, len(rows)))
     assert best is not None
     return best[1]
 
 
-def _fit_key(samples: Sequence[Sample]) -> StepFactors:
-    """Simulate at the current prompt factor, pick the multiplier, rounds and overhead that fit
-    TTFT best (read as proportional to the factor), and again; the last pass only picks."""
-    factors = StepFactors(rows=len(samples))
-    for iteration in range(ITERATIONS):
-        simulated = [_simulated(sample, factors.prefill) for sample in samples]
-        last = iteration == ITERATIONS - 1
-        step, rounds, overhead = _best(samples, simulated, (1.0,) if last else PREFILL_STEPS)
-        factors = StepFactors(factors.prefill * step, rounds, overhead, len(samples))
-    return factors
-
-
-def _simulated(sample: Sample, prefill: float) -> FixedConcurrencyPrediction:
-    provider = CalibratedStepTime(sample.provider, StepFactors(prefill=prefill))
-    return simulate_row(provider, sample.context)
-
-
-def _predicted(sample: Sample, factors: StepFactors) -> FixedConcurrencyPrediction:
-    """TTFT from the calibrated steps over the fitted rounds plus the overhead; TPOT is the base
-    method's own prediction (the rounds and factors are fitted on TTFT; the prompt factor would
-    otherwise drag TPOT along through mixed steps)."""
-    ttft = _simulated(sample, factors.prefill).over_rounds(factors.rounds).ttft_ms
-    base = predict_row(sample.provider, sample.context)
-    return replace(base, ttft_ms=ttft + factors.ttft_overhead_ms, method=METHOD_CALIBRATED)
+def _fit_tpot(rows: Sequence[_Fitting], form: str) -> TpotFactors:
+    """The log factor (and slope) minimising the mean absolute log TPOT error; the factor is
+    the median residual, so a row far off weighs no more than one slightly off."""
+    ratios = [math.log(row.measured[1] / row.base_tpot_ms) for row in rows]
+    if form == TPOT_BASE:
+        return TpotFactors(rows=len(rows))
+    logs = [math.log(row.sample.context.per_rank_concurrency) for row in rows]
+    best: tuple[float, TpotFactors] | None = None
+    for slope in TPOT_SLOPES if form == TPOT_ENGINE_SLOPE else (0.0,):
+        residuals = [r - slope * c for r, c in zip(ratios, logs, strict=True)]
+        level = statistics.median(residuals)
+        score = statistics.fmean(abs(r - level) for r in residuals)
+        if best is None or score < best[0]:
+            best = (score, TpotFactors(level, slope, len(rows)))
+    assert best is not None
+    return best[1]
 
 
 def _spread(samples: list[Sample]) -> list[Sample]:
-    """At most MAX_ROWS_PER_KEY rows, taken evenly from the key's rows sorted by source id."""
+    """At most MAX_ROWS_PER_KEY rows, taken evenly from them sorted by source id."""
     ordered = sorted(samples, key=lambda sample: sample.context.row.key)
     stride = max(1, len(ordered) // MAX_ROWS_PER_KEY)
     return ordered[::stride][:MAX_ROWS_PER_KEY]
 
 
-def fit_calibration(
-    method: str,
-    samples: Sequence[Sample],
-    *,
-    progress: Callable[[str], None] | None = None,
-) -> Calibration:
-    """Fit factors for one base method on the samples that are not held out."""
+def _keyed(rows: Sequence[_Fitting], keys: Callable[[Sample], Sequence[tuple[str, ...]]]):
+    table: dict[tuple[str, ...], list[_Fitting]] = defaultdict(list)
+    for row in rows:
+        for key in keys(row.sample):
+            table[key].append(row)
+    return {key: members for key, members in table.items() if not key or len(members) >= MIN_ROWS}
+
+
+def _ttft_table(
+    rows: Sequence[_Fitting], form: str, keys: str
+) -> dict[tuple[str, ...], StepFactors]:
+    scale = OVERHEAD_FORMS[form]
+    return {
+        key: _fit_ttft(members, [scale(m.sample.context) for m in members])
+        for key, members in sorted(_keyed(rows, KEY_FORMS[keys]).items())
+    }
+
+
+def _tpot_table(rows: Sequence[_Fitting], form: str) -> dict[tuple[str, ...], TpotFactors]:
+    keys = KEY_FORMS[KEYS_ENGINE_FAMILY if form == TPOT_ENGINE_FAMILY else KEYS_ENGINE]
+    return {key: _fit_tpot(members, form) for key, members in sorted(_keyed(rows, keys).items())}
+
+
+def _fold(group: str) -> int:
+    return int(hashlib.sha256(f"cv|{group}".encode()).hexdigest(), 16) % CV_FOLDS
+
+
+def _mdape(pairs: Sequence[tuple[float, float]]) -> float | None:
+    return round(100 * statistics.median(abs(p - m) / m for p, m in pairs), 2) if pairs else None
+
+
+def _folds(rows: Sequence[_Fitting]):
+    """(fitting, predicted) rows of each fold that has both."""
+    for fold in range(CV_FOLDS):
+        train = [row for row in rows if _fold(row.group) != fold]
+        test = [row for row in rows if _fold(row.group) == fold]
+        if train and test:
+            yield train, test
+
+
+def _cv_ttft(rows: Sequence[_Fitting], form: str, keys: str) -> float | None:
+    """Pooled TTFT MdAPE (%) of an overhead form and key choice, each fold predicted by factors
+    fitted on the other folds' groups (a fold with nothing to fit on predicts nothing)."""
+    pairs = []
+    scale = OVERHEAD_FORMS[form]
+    for train, test in _folds(rows):
+        calibration = Calibration(
+            "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys)
+        )
+        for row in test:
+            factors = calibration.ttft_factors(row.sample)
+            p_index = PREFILL_GRID.index(factors.prefill)
+            r_index = ROUND_CHOICES.index(factors.rounds)
+            overhead = factors.ttft_overhead_ms * scale(row.sample.context)
+            pairs.append((row.ttft_grid[p_index][r_index] + overhead, row.measured[0]))
+    return _mdape(pairs)
+
+
+def _cv_tpot(rows: Sequence[_Fitting], form: str) -> float | None:
+    """Pooled TPOT MdAPE (%) of a TPOT form, cross-validated as _cv_ttft."""
+    pairs = []
+    for train, test in _folds(rows):
+        calibration = Calibration("cv", tpot_form=form, tpot=_tpot_table(train, form))
+        for row in test:
+            scale = calibration.tpot_factors(row.sample).scale(
+                row.sample.context.per_rank_concurrency
+            )
+            pairs.append((row.base_tpot_ms * scale, row.measured[1]))
+    return _mdape(pairs)
+
+
+def _chosen(scores: dict[str, float | None]) -> str:
+    """The form with the smallest score; on a tie (or when no fold could be predicted: None)
+    the one listed first, the simpler."""
+    order = list(scores)
+    return min(order, key=lambda form: (_or_inf(scores[form]), order.index(form)))
+
+
+def _or_inf(score: float | None) -> float:
+    return math.inf if score is None else score
+
+
+def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
+    """Choose the forms by cross validation and fit the factors, for one base method, on the
+    samples that are not held out."""
     fitting = [s for s in samples if not s.context.row.held_out]
     if not fitting:
         raise ValueError("samples: no published row outside the held-out split to fit on")
-    keyed: dict[tuple[str, ...], list[Sample]] = defaultdict(list)
+    by_engine: dict[str, list[Sample]] = defaultdict(list)
     for sample in fitting:
-        row = sample.context.row
-        for key in ((row.backend,), ()):
-            keyed[key].append(sample)
-    calibration = Calibration(method=method)
-    for key, members in sorted(keyed.items()):
-        if len(members) < MIN_ROWS and key:
-            continue
-        calibration.factors[key] = _fit_key(_spread(members))
-        if progress:
-            progress(f"fitted {method} {'/'.join(key) or 'overall'} on {len(members)} rows")
-    return calibration
+        by_engine[sample.engine].append(sample)
+    chosen = {s.context.row.key: s for members in by_engine.values() for s in _spread(members)}
+    rows = [_fitting(chosen[key]) for key in sorted(chosen)]
+    # the overhead form with factors per engine first, then whether per engine and family
+    ttft = {form: _cv_ttft(rows, form, KEYS_ENGINE) for form in OVERHEAD_FORMS}
+    ttft_form = _chosen(ttft)
+    ttft_keys = {keys: _cv_ttft(rows, ttft_form, keys) for keys in KEY_FORMS}
+    tpot = {form: _cv_tpot(rows, form) for form in TPOT_FORMS}
+    keys, tpot_form = _chosen(ttft_keys), _chosen(tpot)
+    return Calibration(
+        method=method,
+        ttft_form=ttft_form,
+        ttft_keys=keys,
+        tpot_form=tpot_form,
+        ttft=_ttft_table(rows, ttft_form, keys),
+        tpot=_tpot_table(rows, tpot_form),
+        cross_validation={"ttft": ttft, "ttft_keys": ttft_keys, "tpot": tpot},
+    )
 
 
 def write_calibrations(calibrations: Sequence[Calibration], *, measured_on: str) -> None:
-    """Store fitted factors for the app (bench/bench_accuracy.py --write-bands)."""
+    """Store the fitted forms and factors (bench/bench_accuracy.py --write-bands)."""
     data = {
         "measured_on": measured_on,
         "methods": {calibration.method: calibration.as_dict() for calibration in calibrations},
     }
     FACTORS_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-def stored_calibration(method: str, path: Path = FACTORS_FILE) -> Calibration | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    factors = data.get("methods", {}).get(method)
-    return Calibration.from_dict(method, factors) if factors else None
-
-
-def calibrated_step_time(
-    base: StepTimeProvider, *, engine_slug: str, accelerator_slug: str
-) -> CalibratedStepTime | None:
-    """The base provider with the stored factors of its method for this engine (and system
-    when fitted there), or None when no published row of that engine was fitted on."""
-    calibration = stored_calibration(base.method)
-    backend = BACKENDS.get(engine_slug)
-    if calibration is None or backend is None or (backend,) not in calibration.factors:
-        return None
-    factors = calibration.factors_for(backend, SYSTEMS.get(accelerator_slug, ""))
-    return CalibratedStepTime(base, factors)

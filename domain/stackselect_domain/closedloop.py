@@ -9,7 +9,6 @@ later rounds return in the same pattern and mostly wait for one step. The measur
 therefore the first round's queue amortised over however many rounds the benchmark runs: the
 prediction keeps each simulated round's mean (`ttft_by_round_ms`), and `over_rounds(n)` weighs
 them for an n-round run, the rounds past the simulated ones counting as the last simulated one.
-`groups` starts the clients in that many evenly staggered groups instead (1: all together).
 
 The engine loop is simulated on cohorts (requests in the same state move together) and stretches
 of pure decoding are taken in one stride, so a run of several request lifetimes costs a few
@@ -73,8 +72,8 @@ class FixedConcurrencyPrediction:
 class _Waiting:
     count: int
     prefilled: int  # prompt tokens already computed for each request of the cohort
-    arrived_s: float | None  # None: a request already in flight when the run starts
-    round: int = 0  # which request of its clients this is (0: the first measured one)
+    arrived_s: float
+    round: int = 0  # which request of its clients this is (0: the first)
 
 
 @dataclass
@@ -82,7 +81,7 @@ class _Decoding:
     count: int
     generated: int
     first_token_s: float
-    arrived_s: float | None
+    arrived_s: float
     round: int = 0
 
 
@@ -169,8 +168,7 @@ class _Loop:
         finished = [c for c in self.decoding if c.generated >= self.osl]
         self.decoding = [c for c in self.decoding if c.generated < self.osl]
         for cohort in finished:
-            after = cohort.round + 1 if cohort.arrived_s is not None else 0
-            self.waiting.append(_Waiting(cohort.count, 0, self.now, after))
+            self.waiting.append(_Waiting(cohort.count, 0, self.now, cohort.round + 1))
         return finished
 
 
@@ -182,20 +180,17 @@ def predict_fixed_concurrency(
     concurrency: int,
     max_batched_tokens: int = 8192,
     schedule: str = SCHEDULE_MIXED,
-    groups: int = 1,
     lifetimes: int = 3,
 ) -> FixedConcurrencyPrediction:
     """Mean TTFT and TPOT of `concurrency` closed-loop clients over `lifetimes` rounds.
 
-    The clients start in `groups` staggered groups: the first sends its prompts at time 0, the
-    others are already part-way through their answers. Every request sent from time 0 on counts,
+    The clients send their first prompts together at time 0; every request from then on counts,
     the first round included, as in a benchmark run. Raises ValueError on a bad argument.
     """
     for name, value in (
         ("isl", isl),
         ("osl", osl),
         ("concurrency", concurrency),
-        ("groups", groups),
         ("lifetimes", lifetimes),
     ):
         if value < 1:
@@ -205,17 +200,11 @@ def predict_fixed_concurrency(
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule: must be one of {', '.join(SCHEDULES)}")
     loop = _Loop(provider, isl, max(osl, 2), max_batched_tokens, schedule)
-    groups = min(groups, concurrency)
-    for index in range(groups):
-        count = concurrency * (index + 1) // groups - concurrency * index // groups
-        if index == 0:
-            loop.waiting.append(_Waiting(count, 0, 0.0))
-        else:
-            loop.decoding.append(_Decoding(count, loop.osl * index // groups, 0.0, None))
+    loop.waiting.append(_Waiting(concurrency, 0, 0.0))
     rounds = [_Tally() for _ in range(lifetimes)]
     while rounds[-1].requests < concurrency:
         for cohort in loop.step():
-            if cohort.arrived_s is None or cohort.round >= lifetimes:
+            if cohort.round >= lifetimes:
                 continue
             tally = rounds[cohort.round]
             tally.requests += cohort.count

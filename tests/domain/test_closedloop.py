@@ -31,12 +31,13 @@ def test_one_client_waits_one_prefill_step_and_then_one_step_per_token() -> None
 
 
 def test_clients_starting_together_queue_for_the_token_budget() -> None:
-    args = {"isl": 1000, "osl": 100, "concurrency": 8, "max_batched_tokens": 2000}
-    together = predict_fixed_concurrency(LinearSteps(), **args, groups=1)
-    staggered = predict_fixed_concurrency(LinearSteps(), **args, groups=8)
-    # together: four steps of two prompts each, so the mean prompt waits 2.5 steps
-    assert together.ttft_ms > 2 * staggered.ttft_ms
-    assert staggered.ttft_ms < 15
+    args = {"isl": 1000, "osl": 100, "max_batched_tokens": 2000, "lifetimes": 1}
+    alone = predict_fixed_concurrency(LinearSteps(), **args, concurrency=1)
+    together = predict_fixed_concurrency(LinearSteps(), **args, concurrency=8)
+    assert alone.ttft_ms == pytest.approx(11.0)  # 1 ms + 1000 prompt tokens x 0.01 ms
+    # eight prompts, two per step's budget (less the decodes riding along): the mean prompt
+    # waits for two to three prompt steps and the decodes they carry
+    assert together.ttft_ms > 4 * alone.ttft_ms
 
 
 def test_each_round_is_tallied_and_a_longer_run_amortises_the_first_rounds_queue() -> None:
@@ -54,12 +55,15 @@ def test_each_round_is_tallied_and_a_longer_run_amortises_the_first_rounds_queue
 
 
 def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
-    # two clients, one mid-answer: its decode rides in the prompt's step only when mixed
-    args = {"isl": 100, "osl": 11, "concurrency": 2, "groups": 2, "lifetimes": 1}
+    # a budget of one prompt: the first client's prompt takes the first step (2 ms) alone;
+    # mixed, its decode then rides along and takes a token of the second prompt's budget, so
+    # that prompt needs two steps (1 + 0.99 + 0.1, then 1 + 0.01 + 0.1 ms): mean (2 + 5.2) / 2;
+    # prefill-first, the second prompt gets the whole second step: mean (2 + 4) / 2
+    args = {"isl": 100, "osl": 11, "concurrency": 2, "max_batched_tokens": 100, "lifetimes": 1}
     mixed = predict_fixed_concurrency(LinearSteps(), **args, schedule=SCHEDULE_MIXED)
     first = predict_fixed_concurrency(LinearSteps(), **args, schedule=SCHEDULE_PREFILL_FIRST)
-    assert mixed.ttft_ms == pytest.approx(2.1)  # 1 + 100 x 0.01 + one decode x 0.1
-    assert first.ttft_ms == pytest.approx(2.0)
+    assert mixed.ttft_ms == pytest.approx(3.6)
+    assert first.ttft_ms == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +73,7 @@ def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
         ({"concurrency": 0}, "concurrency"),
         ({"max_batched_tokens": 0}, "max_batched_tokens"),
         ({"schedule": "fifo"}, "schedule"),
-        ({"groups": 0}, "groups"),
+        ({"lifetimes": 0}, "lifetimes"),
     ],
 )
 def test_a_bad_argument_is_refused_by_name(arguments: dict, message: str) -> None:

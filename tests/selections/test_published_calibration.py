@@ -1,7 +1,9 @@
-"""Calibration on published rows: factors come from rows outside the held-out split only."""
+"""Calibration on published rows: forms and factors come from rows outside the held-out split
+only, and cross validation on those rows picks the form that predicts left-out groups best."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -14,9 +16,8 @@ from apps.selections.published_calibration import (
     Calibration,
     Sample,
     StepFactors,
-    calibrated_step_time,
+    TpotFactors,
     fit_calibration,
-    stored_calibration,
 )
 from apps.selections.published_predict import (
     RowContext,
@@ -29,14 +30,16 @@ from tests.catalog.published_rows import sample_row
 MODELS = fixture_instances(ModelSpec, "models")
 ACCELERATORS = fixture_instances(Accelerator, "accelerators")
 FITTED = "meta-llama/Llama-3.1-8B-Instruct"  # sha256 of its h100_sxm|vllm group is not 0 mod 5
+OTHER = "meta-llama/Llama-3.1-70B"  # nor of this one's: a second group to cross-validate on
 HELD = "Qwen/Qwen3-32B"  # ...and of this one it is
 
 
-def _sample(index: int, model_path: str, ttft: float, tpot: float) -> Sample:
+def _sample(index: int, model_path: str, ttft: float, tpot: float, tp: int = 1) -> Sample:
     row = sample_row(
         id=f"{model_path}-{index}",
         model_path=model_path,
         isl=str(512 * (1 + index % 3)),
+        tp_size=str(tp),
         silicon_data_source=f"test; silicon_concurrency={2 ** (index % 5)}",
         silicon_ttft_ms=str(ttft),
         silicon_tpot_ms=str(tpot),
@@ -47,6 +50,7 @@ def _sample(index: int, model_path: str, ttft: float, tpot: float) -> Sample:
 
 def _samples() -> list[Sample]:
     fitted = [_sample(i, FITTED, 60 + 9 * i, 6 + 0.4 * i) for i in range(10)]
+    fitted += [_sample(i, OTHER, 200 + 30 * i, 14 + i, tp=4) for i in range(10)]
     held = [_sample(i, HELD, 150 + 20 * i, 20 + i) for i in range(3)]
     return fitted + held
 
@@ -65,18 +69,20 @@ def _perturbed(samples: list[Sample], model_path: str) -> list[Sample]:
 
 def test_the_fixture_rows_fall_on_the_intended_sides_of_the_split() -> None:
     samples = _samples()
-    assert not any(s.context.row.held_out for s in samples if s.context.row.model_path == FITTED)
+    assert not any(s.context.row.held_out for s in samples if s.context.row.model_path != HELD)
     assert all(s.context.row.held_out for s in samples if s.context.row.model_path == HELD)
 
 
 def test_no_held_out_row_influences_any_fitted_factor() -> None:
     samples = _samples()
-    before = fit_calibration(METHOD_ROOFLINE, samples).factors
-    after = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, HELD)).factors
-    assert before == after
-    assert set(before) == {("vllm",), ()}
-    control = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, FITTED)).factors
-    assert control != before  # a row that is fitted on does move the factors
+    before = fit_calibration(METHOD_ROOFLINE, samples)
+    after = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, HELD))
+    assert before == after  # forms, factors and cross-validation scores alike
+    assert set(before.ttft) == {("vllm",), ()}
+    control = fit_calibration(METHOD_ROOFLINE, _perturbed(samples, FITTED))
+    # a row that is fitted on does move the factors and the cross-validation scores
+    assert control.ttft != before.ttft
+    assert control.cross_validation != before.cross_validation
 
 
 def test_fitting_only_on_held_out_rows_is_refused() -> None:
@@ -87,7 +93,7 @@ def test_fitting_only_on_held_out_rows_is_refused() -> None:
 
 def test_calibration_scales_prompt_steps_and_leaves_decode_steps_to_the_base() -> None:
     base = _samples()[0].provider
-    calibrated = CalibratedStepTime(base, StepFactors(prefill=2.0))
+    calibrated = CalibratedStepTime(base, 2.0)
     decode = StepBatch(0, 8, 8000, 8000)
     prompt = StepBatch(1000, 8, 9000, 8000 + 500_500)
     assert calibrated.method == METHOD_CALIBRATED
@@ -95,22 +101,64 @@ def test_calibration_scales_prompt_steps_and_leaves_decode_steps_to_the_base() -
     assert calibrated.step_seconds(prompt) == pytest.approx(2.0 * base.step_seconds(prompt))
 
 
-def test_the_stored_factors_calibrate_an_engine_the_sample_measured_and_no_other() -> None:
-    base = _samples()[0].provider
-    calibrated = calibrated_step_time(base, engine_slug="vllm", accelerator_slug="h100-sxm")
-    assert calibrated is not None, "run bench/bench_accuracy.py --write-bands"
-    assert calibrated.method == METHOD_CALIBRATED
-    assert calibrated.factors == stored_calibration(METHOD_ROOFLINE).factors_for("vllm", "h100_sxm")
-    assert calibrated_step_time(base, engine_slug="llama-cpp", accelerator_slug="h100-sxm") is None
-
-
-def test_a_calibrated_row_adds_the_overhead_to_its_ttft_and_keeps_the_base_tpot() -> None:
+def test_a_calibrated_row_adds_the_scaled_overhead_and_corrects_the_base_tpot() -> None:
     sample = _samples()[0]
-    factors = StepFactors(prefill=2.0, rounds=5, ttft_overhead_ms=40.0)
-    calibration = Calibration(METHOD_ROOFLINE, {("vllm",): factors})
-    predicted = calibration.predict(sample)
-    scaled = CalibratedStepTime(sample.provider, StepFactors(prefill=2.0))
-    expected_ttft = simulate_row(scaled, sample.context).over_rounds(5).ttft_ms + 40.0
+    calibration = Calibration(
+        METHOD_ROOFLINE,
+        ttft_form="active_params",
+        tpot_form="engine",
+        ttft={("vllm",): StepFactors(prefill=2.0, rounds=5, ttft_overhead_ms=40.0)},
+        tpot={("vllm",): TpotFactors(log_factor=math.log(0.8))},
+    )
+    base = predict_row(sample.provider, sample.context)
+    predicted = calibration.predict(sample, base)
+    scaled = CalibratedStepTime(sample.provider, 2.0)
+    overhead = 40.0 * sample.context.model.params_active_b / 10
+    expected_ttft = simulate_row(scaled, sample.context).over_rounds(5).ttft_ms + overhead
     assert predicted.ttft_ms == pytest.approx(expected_ttft)
-    assert predicted.tpot_ms == predict_row(sample.provider, sample.context).tpot_ms
+    assert predicted.tpot_ms == pytest.approx(0.8 * base.tpot_ms)
     assert predicted.method == METHOD_CALIBRATED
+
+
+# Three fitted (model, h100_sxm, vllm) groups in three different cross-validation folds.
+SYNTHETIC = (("meta-llama/Llama-3.1-8B-Instruct", 1), ("meta-llama/Llama-3.1-70B", 4))
+SYNTHETIC += (("openai/gpt-oss-120b", 2),)
+
+
+def _synthetic() -> list[Sample]:
+    """Rows measured exactly as the roofline with prompt steps x0.5 over 3 rounds, plus 40 ms
+    per 10 B active parameters, and TPOT 0.8 x the roofline's."""
+    samples = []
+    for model_path, tp in SYNTHETIC:
+        for index in range(8):
+            sample = _sample(index, model_path, 1.0, 1.0, tp=tp)
+            context = sample.context
+            steps = CalibratedStepTime(sample.provider, 0.5)
+            ttft = simulate_row(steps, context).over_rounds(3).ttft_ms
+            ttft += 40.0 * context.model.params_active_b / 10
+            tpot = 0.8 * predict_row(sample.provider, context).tpot_ms
+            row = replace(context.row, ttft_ms=ttft, tpot_ms=tpot)
+            samples.append(Sample(replace(context, row=row), sample.provider))
+    return samples
+
+
+def test_cross_validation_on_the_fitted_groups_picks_the_forms_the_rows_follow() -> None:
+    calibration = fit_calibration(METHOD_ROOFLINE, _synthetic())
+    assert calibration.ttft_form == "active_params"
+    assert calibration.cross_validation["ttft"]["active_params"] == pytest.approx(0, abs=0.01)
+    assert calibration.cross_validation["ttft"]["constant"] > 1
+    assert calibration.ttft[("vllm",)] == StepFactors(0.5, 3, 40.0, rows=24)
+    assert calibration.tpot_form == "engine"  # the simplest form with no error left
+    assert calibration.cross_validation["tpot"]["base"] == pytest.approx(25.0, abs=0.01)
+    assert math.exp(calibration.tpot[("vllm",)].log_factor) == pytest.approx(0.8)
+
+
+def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys() -> None:
+    sample = _samples()[0]  # vllm on h100_sxm, a hopper
+    table = {("vllm", "hopper"): StepFactors(prefill=0.5), ("vllm",): StepFactors(prefill=0.25)}
+    per_family = Calibration(METHOD_ROOFLINE, ttft_keys="engine_family", ttft=table)
+    per_engine = Calibration(METHOD_ROOFLINE, ttft_keys="engine", ttft=table)
+    assert per_family.ttft_factors(sample).prefill == 0.5
+    assert per_engine.ttft_factors(sample).prefill == 0.25
+    tpot = {("vllm", "hopper"): TpotFactors(log_factor=0.1), (): TpotFactors(log_factor=0.2)}
+    assert Calibration(METHOD_ROOFLINE, tpot=tpot).tpot_factors(sample).log_factor == 0.1
