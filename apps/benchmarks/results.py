@@ -36,8 +36,9 @@ class ParsedUpload:
     load_point_index: int
     chunk_index: int
     chunk_count: int
-    records: list[Any]  # undecoded JSON items (msgspec.Raw) or, for a body the fast path
-    # did not take, decoded ones: apps/evidence/schema.py reads both
+    # The records as undecoded JSON items (msgspec.Raw, see loads_items_raw) or, for a body
+    # that path did not take, decoded ones; apps/evidence/schema.py reads both.
+    records: list[Any]
     meta: dict[str, Any]
     duration_s: float | None
     document: dict[str, Any]  # the decoded body, so ingest need not gunzip and decode it again
