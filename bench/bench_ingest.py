@@ -3,11 +3,12 @@
 Starts the whole stack privately (bench/faults/stack.py: a PostgreSQL cluster, Redis and the
 migrated app under gunicorn), enrolls a runner, and gives it claimed attempts of a fixed plan
 (`--load-points` load points of `--requests` requests each, the protocol's limits; as many jobs
-as `--samples` needs). Then it POSTs every result chunk the way the runner does (gzip JSON of
-`--chunk` records, `Authorization: Runner ...`, an Idempotency-Key), one after the other: the
-server unzips, validates, COPYs the samples and summarises each load point at its last chunk.
-The raw side sends the identical rows, already rendered as COPY text, in one COPY into the same
-`evidence_sample` table. The bodies are built before either clock starts.
+as `--samples` needs). Then it POSTs every result chunk the way the runner does (gzip JSON,
+split as the runner splits a load point: at most `--chunk` records and `--chunk-bytes` of
+their JSON, the runner's defaults; `Authorization: Runner ...`, an Idempotency-Key), one after
+the other: the server unzips, validates, COPYs the samples and summarises each load point at
+its last chunk. The raw side sends the identical rows, already rendered as COPY text, in one
+COPY into the same `evidence_sample` table. The bodies are built before either clock starts.
 
 For each upload the gunicorn workers' peak resident memory is reset (/proc/PID/clear_refs) and
 read back (VmHWM), so the peak a worker reached while handling it is printed, above its resident
@@ -26,6 +27,7 @@ import json
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from time import perf_counter
 from typing import Any
@@ -35,6 +37,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
 
 from stack import PrivateStack, private_stack
+from stackselect_runner.config import DEFAULT_UPLOAD_CHUNK_RECORDS, UPLOAD_CHUNK_BYTES
+from stackselect_runner.uploads import chunk_starts, idempotency_key
 
 WORKLOAD = {
     "isl": {"kind": "fixed", "value": 512},
@@ -202,32 +206,33 @@ def prepare(
     rng = np.random.default_rng(args.seed)
     text = io.StringIO()
     uploads = []
-    left = args.samples
+    left, written = args.samples, 0
     for attempt_id in attempt_ids:
-        for point in range(args.load_points):
+        for index in range(args.load_points):
             count = min(args.requests, left)
             if count <= 0:
                 break
             left -= count
-            point_chunks = -(-count // args.chunk)
-            for number, start in enumerate(range(0, count, args.chunk)):
-                records = chunk_records(start, min(args.chunk, count - start), rng)
+            measured = chunk_records(0, count, rng)
+            starts = chunk_starts(measured, args.chunk, args.chunk_bytes)
+            for number, (start, stop) in enumerate(pairwise([*starts, count])):
+                records = measured[start:stop]
                 text.writelines(
-                    copy_line(raw_id, len(uploads) * args.chunk + i, record)
-                    for i, record in enumerate(records)
+                    copy_line(raw_id, written + i, record) for i, record in enumerate(records)
                 )
+                written += len(records)
                 document = {
-                    "load_point_index": point,
-                    "load_point": {"index": point, "rate_rps": 1000.0},
+                    "load_point_index": index,
+                    "load_point": {"index": index, "rate_rps": 1000.0},
                     "started_at": "2026-01-01T00:00:00+00:00",
                     "duration_s": count / 1000 + 5,  # the last requests end after sending
                     "chunk_index": number,
-                    "chunk_count": point_chunks,
+                    "chunk_count": len(starts),
                     "engine": {"version": "sim-0.1", "effective_config": {}},
                     "harness": {"name": "stackselect-harness", "version": "0.1"},
                     "records": records,
                 }
-                key = f"attempt-{attempt_id}.load-point-{point}.chunk-{number}"
+                key = idempotency_key(attempt_id, index, number)
                 body = gzip.compress(json.dumps(document).encode())
                 uploads.append(Upload(attempt_id, key, body))
     return uploads, text
@@ -329,7 +334,8 @@ def check_stored(samples: int, load_points: int) -> None:
 
 def lines(args: argparse.Namespace, uploads: int, ingest: float, raw: float, memory: Memory):
     yield (
-        f"samples: {args.samples:,} in {uploads:,} gzip chunks of {args.chunk:,} records, "
+        f"samples: {args.samples:,} in {uploads:,} gzip chunks (at most {args.chunk:,} records "
+        f"and {args.chunk_bytes:,} bytes of JSON each), "
         f"POSTed to gunicorn ({args.workers} sync worker(s)); load points of "
         f"{args.requests:,} requests"
     )
@@ -346,7 +352,12 @@ def lines(args: argparse.Namespace, uploads: int, ingest: float, raw: float, mem
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
-    parser.add_argument("--chunk", type=int, default=1000, help="records per upload chunk")
+    parser.add_argument(
+        "--chunk", type=int, default=DEFAULT_UPLOAD_CHUNK_RECORDS, help="most records per chunk"
+    )
+    parser.add_argument(
+        "--chunk-bytes", type=int, default=UPLOAD_CHUNK_BYTES, help="most JSON bytes per chunk"
+    )
     parser.add_argument("--requests", type=int, default=20_000, help="requests per load point")
     parser.add_argument("--load-points", type=int, default=10, help="load points per job")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
@@ -354,8 +365,9 @@ def main() -> None:
     parser.add_argument("--database-url", default="", help="a PostgreSQL server to use")
     parser.add_argument("--keep", action="store_true", help="keep the stack's logs")
     args = parser.parse_args()
-    if min(args.samples, args.chunk, args.requests, args.load_points, args.workers) < 1:
-        sys.exit("--samples, --chunk, --requests, --load-points and --workers must be >= 1")
+    sizes = (args.samples, args.chunk, args.chunk_bytes, args.requests, args.load_points)
+    if min(*sizes, args.workers) < 1:
+        sys.exit("--samples, --chunk(-bytes), --requests, --load-points, --workers must be >= 1")
     per_job = args.requests * args.load_points
     jobs = -(-args.samples // per_job)
     from bench_candidate_latency import throwaway_database

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from apps.core.parsers import JsonBodyError, loads_bounded
+from apps.core.parsers import JsonBodyError, loads_items_raw
 
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 GUNZIP_STEP = 64 * 1024  # compressed bytes fed to the decompressor at a time
@@ -36,7 +36,9 @@ class ParsedUpload:
     load_point_index: int
     chunk_index: int
     chunk_count: int
-    records: list[dict[str, Any]]
+    # The records as undecoded JSON items (msgspec.Raw, see loads_items_raw) or, for a body
+    # that path did not take, decoded ones; apps/evidence/schema.py reads both.
+    records: list[Any]
     meta: dict[str, Any]
     duration_s: float | None
     document: dict[str, Any]  # the decoded body, so ingest need not gunzip and decode it again
@@ -130,11 +132,10 @@ def parse_upload(
     (a fixed plan's load points) must match the upload's load point.
     """
     try:
-        # The records are judged column by column in apps/evidence/schema.py.
-        document = loads_bounded(
-            raw,
-            max_containers=2 * max_records + ENVELOPE_CONTAINERS,
-            skip=frozenset({"records"}),
+        # The records are judged column by column in apps/evidence/schema.py, which decodes
+        # them straight into typed rows when they arrive undecoded (msgspec.Raw items).
+        document = loads_items_raw(
+            raw, max_containers=2 * max_records + ENVELOPE_CONTAINERS, key="records"
         )
     except JsonBodyError as error:
         raise UploadError(str(error)) from error

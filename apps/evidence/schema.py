@@ -5,17 +5,24 @@ An upload (docs/runner-protocol.md, "results") carries one load point and its re
 Checks run on whole columns so a million-record upload is judged in numpy, not per record;
 every error names the record's position in `records` and the field, so a runner author can
 find the fault. In the DataFrame a latency that was not measured is NaN, never 0.
+
+A runner's upload arrives with its records still undecoded (apps.core.parsers.loads_items_raw):
+they are decoded straight into typed rows (`_Record`, whose types and bounds msgspec checks in
+C), which holds exactly for the records the column checks below accept. Records that do not fit
+are decoded as plain JSON and judged by those column checks, which name every fault.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
@@ -60,6 +67,30 @@ STREAM_TAIL_TOLERANCE = (1.0, 0.10)
 WINDOW_TOLERANCE = (1.0, 0.05)
 MAX_DURATION_S = 86_400.0
 
+_Seconds = Annotated[float, msgspec.Meta(ge=0)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COLUMN_INTEGER)]
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True):
+    """One record as the column checks accept it, field for field (RECORD_FIELDS, then the
+    optional ones): a record msgspec decodes into this passes every per-field check there."""
+
+    index: _Count
+    send_s: _Seconds | None
+    ttft_s: _Seconds | None
+    itl_s: list[_Seconds] | None
+    e2e_s: _Seconds | None
+    input_tokens: _Count
+    output_tokens: _Count
+    error: Annotated[str, msgspec.Meta(max_length=MAX_STRING_CHARS["error"])] | None
+    status: Annotated[int, msgspec.Meta(ge=HTTP_STATUS_RANGE[0], le=HTTP_STATUS_RANGE[1])] | None
+    finish_reason: (
+        Annotated[str, msgspec.Meta(max_length=MAX_STRING_CHARS["finish_reason"])] | None
+    ) = None
+
+
+_RECORDS = msgspec.json.Decoder(list[_Record])
+_RECORD_VALUES = operator.attrgetter(*RECORD_FIELDS, *OPTIONAL_RECORD_FIELDS)
 _FLOAT_KINDS = frozenset({"integer", "floating", "mixed-integer-float", "empty"})
 _INTEGER_KINDS = frozenset({"integer", "empty"})
 _STRING_KINDS = frozenset({"string", "empty"})
@@ -266,8 +297,15 @@ def _gaps(values: np.ndarray, errors: _Collector) -> tuple[np.ndarray, np.ndarra
     return counts, gaps
 
 
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """True at every value seen earlier in the array (pandas' duplicated(keep="first"))."""
+    repeated = np.ones(len(values), dtype=bool)
+    repeated[np.unique(values, return_index=True)[1]] = False
+    return repeated
+
+
 def _cross_checks(
-    frame: pd.DataFrame,
+    columns: Mapping[str, Any],
     gap_sums: np.ndarray,
     errors: _Collector,
     *,
@@ -275,10 +313,11 @@ def _cross_checks(
     multi_token_chunks: bool,
     strict_failures: bool,
 ) -> None:
-    """Rules between fields: the timings and token counts must tell one consistent story."""
-    ok = frame["error"].isna().to_numpy()
-    ttft, e2e = frame["ttft_s"].to_numpy(), frame["e2e_s"].to_numpy()
-    output, counts = frame["output_tokens"].to_numpy(), frame["itl_count"].to_numpy()
+    """Rules between fields: the timings and token counts must tell one consistent story.
+    `columns` holds the frame's columns, the numbers as float arrays (NaN where null)."""
+    ok = columns["error"].isna().to_numpy()
+    ttft, e2e = columns["ttft_s"], columns["e2e_s"]
+    output, counts = columns["output_tokens"], columns["itl_count"]
     errors.where("e2e_s", "required for a request without error", ok & np.isnan(e2e))
     streamed = ok & (counts >= 0)
     missing_first = streamed & (output > 0) & np.isnan(ttft)
@@ -292,17 +331,17 @@ def _cross_checks(
         disagree = streamed & (output != counts + 1)
         rule = "disagrees with len(itl_s) + 1 streamed tokens"
     errors.where("output_tokens", rule, disagree)
-    errors.where("index", "duplicate index", frame["index"].duplicated(keep="first").to_numpy())
-    _timing_checks(frame, gap_sums, errors, streamed=streamed & ~np.isnan(e2e) & ~(ttft > e2e))
-    _window_checks(frame, errors, duration_s=duration_s)
-    _status_checks(frame, errors, strict=strict_failures)
+    errors.where("index", "duplicate index", _repeated(columns["index"]))
+    _timing_checks(columns, gap_sums, errors, streamed=streamed & ~np.isnan(e2e) & ~(ttft > e2e))
+    _window_checks(columns, errors, duration_s=duration_s)
+    _status_checks(columns, errors, strict=strict_failures)
 
 
 def _timing_checks(
-    frame: pd.DataFrame, gap_sums: np.ndarray, errors: _Collector, *, streamed: np.ndarray
+    columns: Mapping[str, Any], gap_sums: np.ndarray, errors: _Collector, *, streamed: np.ndarray
 ) -> None:
     """The gaps between tokens fill the time from the first token to the end, within tolerance."""
-    ttft, e2e = frame["ttft_s"].to_numpy(), frame["e2e_s"].to_numpy()
+    ttft, e2e = columns["ttft_s"], columns["e2e_s"]
     after_first = e2e - ttft
     absolute, share = ITL_SUM_TOLERANCE
     over = streamed & (gap_sums > after_first + absolute + share * e2e)
@@ -319,44 +358,42 @@ def _timing_checks(
         short,
     )
     for field in ("send_s", "ttft_s", "e2e_s"):
-        errors.where(
-            field, f"is over {MAX_DURATION_S:.0f} s", frame[field].to_numpy() > MAX_DURATION_S
-        )
+        errors.where(field, f"is over {MAX_DURATION_S:.0f} s", columns[field] > MAX_DURATION_S)
 
 
-def _window_checks(frame: pd.DataFrame, errors: _Collector, *, duration_s: float) -> None:
+def _window_checks(columns: Mapping[str, Any], errors: _Collector, *, duration_s: float) -> None:
     """Every request is sent and finished within the load point's duration."""
     absolute, share = WINDOW_TOLERANCE
     end = duration_s + max(absolute, share * duration_s)
-    send, e2e = frame["send_s"].to_numpy(), frame["e2e_s"].to_numpy()
+    send, e2e = columns["send_s"], columns["e2e_s"]
     where = f"the load point's duration_s of {duration_s:g} s"
     errors.where("send_s", f"is after the end of {where}", send > end)
     errors.where("e2e_s", f"ends after the end of {where}", send + e2e > end)
 
 
-def _status_checks(frame: pd.DataFrame, errors: _Collector, *, strict: bool) -> None:
+def _status_checks(columns: Mapping[str, Any], errors: _Collector, *, strict: bool) -> None:
     """An HTTP error status is a failed request: it has an error, and (`strict`: the runner,
     which stops reading at a non-2xx answer) no tokens or timings. Tools such as AIPerf time
     their failed requests too, so their imports are not strict."""
-    status = frame["status"].to_numpy()
+    status = columns["status"]
     refused = ~np.isnan(status) & ((status < 200) | (status > 299))
     errors.where(
-        "error", "required when status is not 2xx", refused & frame["error"].isna().to_numpy()
+        "error", "required when status is not 2xx", refused & columns["error"].isna().to_numpy()
     )
     if not strict:
         return
     errors.where(
         "output_tokens",
         "must be 0 when status is not 2xx",
-        refused & (frame["output_tokens"].to_numpy() > 0),
+        refused & (columns["output_tokens"] > 0),
     )
     for field in ("ttft_s", "e2e_s"):
-        present = ~np.isnan(frame[field].to_numpy())
+        present = ~np.isnan(columns[field])
         errors.where(field, "must be null when status is not 2xx", refused & present)
     errors.where(
         "itl_s",
         "must be empty when status is not 2xx",
-        refused & (frame["itl_count"].to_numpy() > 0),
+        refused & (columns["itl_count"] > 0),
     )
 
 
@@ -388,14 +425,11 @@ def _gap_sums(counts: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     return np.bincount(owners, weights=gaps, minlength=len(counts))
 
 
-def _build_frame(
-    records: list[Mapping[str, Any]],
-    errors: _Collector,
-    *,
-    duration_s: float,
-    multi_token_chunks: bool,
-    strict_failures: bool,
-) -> tuple[pd.DataFrame, np.ndarray]:
+def _checked_columns(
+    records: list[Mapping[str, Any]], errors: _Collector
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """The frame's columns of decoded records, each checked field by field; with the gap
+    counts and the flat gaps."""
     columns = _columns(records)
     counts, gaps = _gaps(columns["itl_s"], errors)
     data: dict[str, Any] = {}
@@ -421,19 +455,90 @@ def _build_frame(
     data["itl_count"] = counts
     data["error"] = _strings(columns["error"], "error", errors)
     data["finish_reason"] = _strings(columns["finish_reason"], "finish_reason", errors)
-    frame = pd.DataFrame(data)
+    return data, counts, gaps
+
+
+def _typed_records(records: Sequence[Any]) -> list[_Record] | None:
+    """Undecoded records (msgspec.Raw items) as typed rows; None when they are not undecoded
+    or one of them does not fit `_Record` (then the column checks name the faults)."""
+    if not records or not isinstance(records[0], msgspec.Raw):
+        return None
+    try:
+        return _RECORDS.decode(b"[" + b",".join(records) + b"]")
+    except msgspec.ValidationError:  # the items are valid JSON, so only a type can fail
+        return None
+
+
+def _decoded(records: Sequence[Any]) -> list[Any]:
+    """The records as plain JSON values (the standard decoder, as for any other body)."""
+    if records and isinstance(records[0], msgspec.Raw):
+        return json.loads(b"[" + b",".join(records) + b"]")
+    return list(records)
+
+
+def _typed_columns(
+    rows: list[_Record], errors: _Collector
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """The columns `_checked_columns` gives for the same records, read from typed rows: their
+    types and bounds hold already, so only the strings' NUL check is left to do."""
+    values = dict(
+        zip(
+            RECORD_FIELDS + OPTIONAL_RECORD_FIELDS,
+            zip(*map(_RECORD_VALUES, rows), strict=True),
+            strict=True,
+        )
+    )
+    size = len(rows)
+    data: dict[str, Any] = {
+        field: np.array(values[field], dtype=float)  # None becomes NaN
+        for field in ("index", "send_s", "ttft_s", "e2e_s", "input_tokens", "output_tokens")
+    }
+    data["status"] = np.array(values["status"], dtype=float)
+    itl = np.fromiter(values["itl_s"], dtype=object, count=size)
+    recorded = np.not_equal(itl, None)
+    counts = np.full(size, -1, dtype=np.int64)
+    counts[recorded] = list(map(len, itl[recorded]))
+    total = int(counts[recorded].sum())
+    gaps = np.fromiter(itertools.chain.from_iterable(itl[recorded]), dtype=float, count=total)
+    data["itl_s"] = itl
+    data["itl_count"] = counts
+    for field in ("error", "finish_reason"):
+        column = np.fromiter(values[field], dtype=object, count=size)
+        if any("\x00" in text for text in column[np.not_equal(column, None)]):
+            data[field] = _strings(column, field, errors)  # names the records
+        else:
+            data[field] = pd.Series(pd.array(column, dtype="string"))
+    return data, counts, gaps
+
+
+def _build_frame(
+    records: list[Mapping[str, Any]] | None,
+    rows: list[_Record] | None,
+    errors: _Collector,
+    *,
+    duration_s: float,
+    multi_token_chunks: bool,
+    strict_failures: bool,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    if rows is not None:
+        data, counts, gaps = _typed_columns(rows, errors)
+    else:
+        assert records is not None
+        data, counts, gaps = _checked_columns(records, errors)
     if errors.errors:
-        return frame, gaps
+        return pd.DataFrame(data), gaps
     _cross_checks(
-        frame,
+        data,
         _gap_sums(counts, gaps),
         errors,
         duration_s=duration_s,
         multi_token_chunks=multi_token_chunks,
         strict_failures=strict_failures,
     )
-    types = {"index": "int64", "input_tokens": "int64", "output_tokens": "int64", "status": "Int64"}
-    return frame.astype(types), gaps
+    for field in ("index", "input_tokens", "output_tokens"):
+        data[field] = data[field].astype(np.int64)
+    data["status"] = pd.array(data["status"], dtype="Int64")
+    return pd.DataFrame(data), gaps
 
 
 def samples_from_records(
@@ -445,22 +550,28 @@ def samples_from_records(
     strict_failures: bool = False,
 ) -> LoadPointSamples:
     """Validate records and return them typed, or raise UploadError listing every fault.
+    `records` are decoded JSON objects, or undecoded ones (msgspec.Raw items) read straight
+    into typed rows when they fit.
 
     `multi_token_chunks` relaxes the token check for tools whose engines stream several
     tokens per chunk (then only more chunks than tokens is impossible); `strict_failures`
     refuses tokens and timings on a request answered with a non-2xx status.
     """
     errors = _Collector()
-    records = list(records)
-    _key_errors(records, errors)
-    if errors.errors:
-        raise UploadError(errors.errors)
+    rows = _typed_records(records)
+    decoded = None
+    if rows is None:
+        decoded = _decoded(records)
+        _key_errors(decoded, errors)
+        if errors.errors:
+            raise UploadError(errors.errors)
     if not (_positive_number(duration_s) and duration_s <= MAX_DURATION_S):
         raise UploadError(
             [FieldError("duration_s", f"must be a number in (0, {MAX_DURATION_S:.0f}]")]
         )
     frame, gaps = _build_frame(
-        records,
+        decoded,
+        rows,
         errors,
         duration_s=duration_s,
         multi_token_chunks=multi_token_chunks,

@@ -28,8 +28,13 @@ DEFAULT_VISIBILITY_TIMEOUT_S = 12 * 3600
 DEFAULT_ENGINE_READY_TIMEOUT_S = 1200.0
 DEFAULT_ENGINE_STOP_GRACE_S = 30.0
 DEFAULT_REPORT_INTERVAL_S = 2.0
-# A record holds every inter-token gap (~10 kB at 512 tokens): 1000 stay well under 16 MB.
-DEFAULT_UPLOAD_CHUNK_RECORDS = 1000
+# A chunk holds at most this many records and UPLOAD_CHUNK_BYTES of their JSON (uploads.py). Each
+# upload costs the server a fixed round of queries, so short records travel many to a chunk:
+# a whole load point of the protocol's most (20,000 requests, ~5 MB at 4 output tokens). Long
+# ones (every inter-token gap, ~10 kB at 512 tokens) fill the byte budget at some 800 records,
+# fewer than the 1,000 of a chunk before, so the largest chunk a worker decodes did not grow.
+DEFAULT_UPLOAD_CHUNK_RECORDS = 20_000
+UPLOAD_CHUNK_BYTES = 8 * 1024 * 1024
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from unittest import mock
 
 import numpy as np
+import pandas as pd
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from apps.core.parsers import loads_items_raw
 from apps.evidence import sample_store
 from apps.evidence.ingest import ingest_upload
 from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
-from apps.evidence.schema import UploadError
+from apps.evidence.sample_store import read_samples
+from apps.evidence.schema import UploadError, parse_upload
 from tests.evidence.factories import attempt_for, result_upload
 from tests.evidence.samples import failed, record, streamed
 
@@ -129,3 +134,29 @@ def test_ingest_refuses_to_run_outside_the_callers_transaction(plan, candidates)
     upload = result_upload(attempt_for(plan, candidates[0]), [record(0)], load_point=LOAD_POINT)
     with pytest.raises(RuntimeError, match="inside the transaction"):
         ingest_upload(upload=upload)
+
+
+def test_every_column_survives_the_binary_copy_of_records_sent_undecoded(plan, candidates):
+    attempt = attempt_for(plan, candidates[0])
+    records = [
+        streamed(0, ttft_s=0.125, gaps=[0.1 / 3, 1e-9, 0.5], finish_reason="length"),
+        failed(1, error="HTTP 503: ünavailable\tretry"),
+        record(2, itl_s=None, ttft_s=None, output_tokens=1, status=None),
+        streamed(70_000, ttft_s=0.2, gaps=[]),
+    ]
+    upload = result_upload(attempt, records, load_point=LOAD_POINT)
+    document = json.loads(gzip.decompress(bytes(upload.body)))
+    sent = loads_items_raw(gzip.decompress(bytes(upload.body)), max_containers=None, key="records")
+
+    result = ingest(upload, body=sent)
+
+    expected = parse_upload(document)
+    stored = read_samples(
+        result=result, load_point=expected.load_point, duration_s=expected.duration_s
+    )
+    pd.testing.assert_frame_equal(
+        stored.records, expected.records.drop(columns="itl_s")[stored.records.columns]
+    )
+    assert stored.itl_gaps.tolist() == expected.itl_gaps.tolist()
+    tpots = Sample.objects.filter(result=result).order_by("index").values_list("tpot_s", flat=True)
+    assert list(tpots) == [pytest.approx((0.1 / 3 + 1e-9 + 0.5) / 3), None, None, None]

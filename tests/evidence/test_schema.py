@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 
+import msgspec
+import pandas as pd
 import pytest
 
 from apps.evidence.schema import (
@@ -11,6 +14,7 @@ from apps.evidence.schema import (
     FieldError,
     LoadPoint,
     UploadError,
+    _typed_records,
     parse_upload,
     samples_from_records,
     upload_errors,
@@ -165,3 +169,58 @@ def test_the_runner_protocol_envelope_fields_are_accepted():
     )
 
     assert upload_errors(body) == []
+
+
+def undecoded(records):
+    """The records as a runner's upload reaches the schema: JSON items not yet decoded."""
+    return msgspec.json.Decoder(list[msgspec.Raw]).decode(json.dumps(records).encode())
+
+
+UNDECODED_CASES = {
+    "clean, with a failure, a finish reason and an unstreamed request": [
+        record(0, finish_reason="stop"),
+        failed(1, error="HTTP 503: ünavailable"),
+        record(2, itl_s=None, ttft_s=None, output_tokens=1, status=None),
+    ],
+    "an integer where a number goes": [record(0, ttft_s=1, e2e_s=2, itl_s=[0.5, 0.5])],
+    "a negative gap": [record(0), record(1, itl_s=[0.05, -0.01])],
+    "a float index": [record(0), record(1, index=1.0)],
+    "a boolean token count": [record(0, input_tokens=True)],
+    "an index beyond the column": [record(2**31)],
+    "a status out of range": [record(0, status=99)],
+    "a NUL in the error": [failed(0, error="a\x00b")],
+    "an error too long": [failed(0, error="x" * 4001)],
+    "an unknown field": [record(0, colour="blue")],
+    "a missing field": [{k: v for k, v in record(0).items() if k != "status"}],
+    "not an object": [record(0), [1, 2]],
+    "a repeated index": [record(0), record(0)],
+    "gaps disagreeing with the tokens": [record(0, output_tokens=7)],
+}
+
+
+@pytest.mark.parametrize("case", UNDECODED_CASES)
+def test_undecoded_records_are_judged_exactly_as_decoded_ones(case):
+    records = UNDECODED_CASES[case]
+    outcomes = []
+    for sent in (json.loads(json.dumps(records)), undecoded(records)):
+        try:
+            outcomes.append(samples_from_records(sent, LoadPoint(rate_rps=1.0), 10.0))
+        except UploadError as refused:
+            outcomes.append([str(error) for error in refused.errors])
+    decoded, typed = outcomes
+    if isinstance(decoded, list):
+        assert typed == decoded
+        return
+    assert not isinstance(typed, list), typed
+    pd.testing.assert_frame_equal(
+        typed.records.drop(columns="itl_s"), decoded.records.drop(columns="itl_s")
+    )
+    assert typed.records["itl_s"].tolist() == decoded.records["itl_s"].tolist()
+    assert typed.itl_gaps.tolist() == decoded.itl_gaps.tolist()
+
+
+def test_clean_undecoded_records_skip_the_column_checks_and_bad_ones_fall_back_to_them():
+    clean = UNDECODED_CASES["clean, with a failure, a finish reason and an unstreamed request"]
+    assert len(_typed_records(undecoded(clean))) == 3
+    assert _typed_records(undecoded(UNDECODED_CASES["a float index"])) is None
+    assert _typed_records(clean) is None  # decoded already: the column checks judge them

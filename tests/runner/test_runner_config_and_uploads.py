@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,21 @@ def test_a_large_load_point_is_uploaded_in_chunks_with_stable_keys() -> None:
     assert chunks[0][1]["started_at"] == "2023-11-14T22:13:20+00:00"
     again = list(result_uploads(9, result_with(5), engine, chunk_records=2))
     assert [key for key, _ in again] == [key for key, _ in chunks]
+
+
+def test_chunks_also_end_at_their_byte_budget_and_split_the_same_way_every_time() -> None:
+    result = result_with(6)
+    for record in result.records:
+        record.send_s = 1.0  # every record as long as the next
+    size = len(json.dumps(result.records[0].as_dict())) + 2
+    chunks = list(result_uploads(9, result, {}, chunk_records=1000, chunk_bytes=2 * size + 1))
+    assert [[r["index"] for r in body["records"]] for _, body in chunks] == [[0, 1], [2, 3], [4, 5]]
+    assert {body["chunk_count"] for _, body in chunks} == {3}
+    # A record longer than the budget still travels, alone in its chunk.
+    alone = list(result_uploads(9, result, {}, chunk_records=1000, chunk_bytes=1))
+    assert [len(body["records"]) for _, body in alone] == [1] * 6
+    again = list(result_uploads(9, result, {}, chunk_records=1000, chunk_bytes=2 * size + 1))
+    assert again == chunks
 
 
 def test_an_empty_load_point_still_uploads_one_chunk() -> None:
