@@ -251,14 +251,22 @@ API_TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0, minimum=0)
 
 
 def _cache_config() -> dict:
+    """`default` holds the throttle counters; `rendered` the page fragments keyed by what they
+    show (apps/selections/row_cache.py), apart so fragments never cull a counter."""
     url = env_str("CACHE_URL", "")
     if url.startswith(("redis://", "rediss://")):
-        return {
-            "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
-        }
+        redis = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+        return {"default": redis, "rendered": {**redis, "KEY_PREFIX": "rendered"}}
     if url:
         raise ImproperlyConfigured(f"CACHE_URL={url!r}: give a redis:// URL or leave it unset")
-    return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    return {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "rendered": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "rendered",
+            "OPTIONS": {"MAX_ENTRIES": 2000},
+        },
+    }
 
 
 CACHES = _cache_config()

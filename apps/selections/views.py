@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.selections import charts, published_nearest, selectors, services
+from apps.selections import charts, published_nearest, row_cache, selectors, services
 from apps.selections.api.serializers import SelectionInputSerializer
 from apps.selections.choices import CandidateOutcome, ComputeState
 from apps.selections.forms import (
@@ -230,6 +230,8 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     curves = selectors.leading_curves(selection=selection)
     measured = selectors.measured_for(candidates=page.object_list)
     published = published_nearest.published_for(selection=selection, candidates=page.object_list)
+    any_published = any(published.values())
+    published_empty = published_nearest.none_note(selection.model and selection.model.slug)
     context = {
         "selection": selection,
         "filters": filters,
@@ -238,12 +240,20 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
         "groups": selectors.dropped_groups(selection=selection),
         "chart": charts.goodput_chart(curves) if curves else None,
         "computing": selection.computation in (ComputeState.QUEUED, ComputeState.RUNNING),
-        "rows": [
-            (candidate, measured.get(candidate.pk, []), published[candidate.pk])
-            for candidate in page.object_list
-        ],
-        "published_empty": published_nearest.none_note(selection.model and selection.model.slug),
-        "any_published": any(published.values()),
+        "kept_rows": row_cache.kept_rows_html(
+            [
+                {
+                    "candidate": candidate,
+                    "measured_rows": measured.get(candidate.pk, []),
+                    "published_rows": published[candidate.pk],
+                    "any_published": any_published,
+                    "published_empty": published_empty,
+                }
+                for candidate in page.object_list
+            ]
+        ),
+        "published_empty": published_empty,
+        "any_published": any_published,
         "chosen": selectors.chosen_candidates(selection=selection),
         "query": _query_without_pages(request),
         "step": "candidates",

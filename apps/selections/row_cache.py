@@ -1,0 +1,72 @@
+"""The candidate page's kept rows, rendered once per content and kept in the `rendered` cache.
+
+A row's HTML is about three quarters of the page's time (filters and includes over a large
+estimate). Its key is a digest of everything the row shows (the candidate's rank, score, stack,
+estimate, hints and choice, its measured and published rows) and of the templates that draw
+it, so a change to any of them makes a new key: there is nothing to invalidate, and a stale
+row cannot be served. Entries expire after a day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from django.core.cache import caches
+from django.template.loader import get_template, render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+ROW_TEMPLATE = "selections/_kept_row.html"
+# Every template the row draws with; their sources are part of the key.
+ROW_TEMPLATES = (
+    ROW_TEMPLATE,
+    "selections/_stack_label.html",
+    "selections/_error_band.html",
+    "selections/_published.html",
+)
+TIMEOUT_S = 24 * 3600
+
+
+@cache
+def _templates_digest() -> str:
+    sources = [get_template(name).template.source for name in ROW_TEMPLATES]
+    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:16]
+
+
+def _key(context: dict[str, Any]) -> str:
+    candidate = context["candidate"]
+    shown = [
+        candidate.pk,
+        candidate.rank,
+        candidate.score,
+        candidate.stack,
+        candidate.estimate,
+        candidate.hints,
+        candidate.chosen,
+        context["measured_rows"],
+        context["published_rows"],
+        context["any_published"],
+        context["published_empty"],
+    ]
+    digest = hashlib.sha256(json.dumps(shown, sort_keys=True, default=str).encode()).hexdigest()
+    return f"kept-row:{_templates_digest()}:{digest}"
+
+
+def kept_rows_html(rows: Sequence[dict[str, Any]]) -> list[SafeString]:
+    """The `<tr>` of each row context (candidate, measured_rows, published_rows, any_published,
+    published_empty), from the cache where it holds the same content, rendered otherwise."""
+    store = caches["rendered"]
+    keys = [_key(context) for context in rows]
+    found = store.get_many(keys)
+    rendered = {}
+    html = []
+    for key, context in zip(keys, rows, strict=True):
+        if key not in found:
+            rendered[key] = found[key] = render_to_string(ROW_TEMPLATE, context)
+        html.append(mark_safe(found[key]))  # our own template's output, escaped when rendered
+    if rendered:
+        store.set_many(rendered, timeout=TIMEOUT_S)
+    return html
