@@ -34,7 +34,7 @@ from stackselect_domain.tuning import ENGINE_KNOBS, backend_knobs, engine_backen
 
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
-from stackselect_runner.engines.served import Flags, ServedEngineAdapter
+from stackselect_runner.engines.served import Flags, ServedEngineAdapter, speculative_flags
 from stackselect_runner.engines.stack import (
     StackSettings,
     UnsupportedSetting,
@@ -69,16 +69,6 @@ def _refuse_missing_features(settings: StackSettings) -> None:
         raise UnsupportedSetting(
             ENGINE, "always splits prefills by --max-prefill-token-num (chunked_prefill=false)"
         )
-
-
-def _speculative_flags(settings: StackSettings) -> Flags:
-    flags = Flags()
-    spec = settings.speculative
-    if spec is None:
-        return flags
-    flags.add("--speculative-algorithm", SPECULATIVE_ALGORITHMS[spec.method])
-    flags.add("--speculative-draft-model", spec.draft_model)
-    return flags.add("--speculative-num-draft-tokens", spec.num_tokens)
 
 
 def _capture_sizes(settings: StackSettings, backend: str | None) -> Flags:
@@ -134,5 +124,9 @@ class LmdeployAdapter(ServedEngineAdapter):
         fraction = settings.gpu_memory_fraction or CACHE_MAX_ENTRY_COUNT
         flags.add("--cache-max-entry-count", fraction)
         flags.switch("--enable-prefix-caching", None, settings.prefix_caching)
-        flags.extend(_speculative_flags(settings))
+        flags.extend(
+            speculative_flags(
+                settings, SPECULATIVE_ALGORITHMS, draft_model_flag="--speculative-draft-model"
+            )
+        )
         return flags

@@ -32,6 +32,21 @@ class Flags(list[str]):
         return self
 
 
+def speculative_flags(
+    settings: StackSettings, algorithms: dict[str, str], *, draft_model_flag: str
+) -> Flags:
+    """SGLang's and LMDeploy's shared speculative group: `--speculative-algorithm` (our method
+    word in the engine's name), the draft model and `--speculative-num-draft-tokens`; only the
+    draft model's flag name differs between them."""
+    flags = Flags()
+    spec = settings.speculative
+    if spec is None:
+        return flags
+    flags.add("--speculative-algorithm", algorithms[spec.method])
+    flags.add(draft_model_flag, spec.draft_model)
+    return flags.add("--speculative-num-draft-tokens", spec.num_tokens)
+
+
 def thread_count() -> int | None:
     """Threads for a CPU engine: one per CPU it is pinned to (None when not pinned)."""
     cpus = engine_cpus()

@@ -19,7 +19,7 @@ from stackselect_domain.tuning import ENGINE_KNOBS
 
 from stackselect_runner.engines.base import LaunchSpec
 from stackselect_runner.engines.registry import register_engine
-from stackselect_runner.engines.served import Flags, ServedEngineAdapter
+from stackselect_runner.engines.served import Flags, ServedEngineAdapter, speculative_flags
 from stackselect_runner.engines.stack import StackSettings, UnsupportedSetting, lookup
 from stackselect_runner.probe import package_version
 
@@ -51,16 +51,6 @@ def _chunk_size(settings: StackSettings) -> int | None:
     if settings.chunked_prefill is False:
         return CHUNKED_PREFILL_OFF
     return settings.max_num_batched_tokens
-
-
-def _speculative_flags(settings: StackSettings) -> Flags:
-    flags = Flags()
-    spec = settings.speculative
-    if spec is None:
-        return flags
-    flags.add("--speculative-algorithm", SPECULATIVE_ALGORITHMS[spec.method])
-    flags.add("--speculative-draft-model-path", spec.draft_model)
-    return flags.add("--speculative-num-draft-tokens", spec.num_tokens)
 
 
 @register_engine
@@ -101,5 +91,9 @@ class SglangAdapter(ServedEngineAdapter):
         # Recommended: capture CUDA graphs up to the largest batch the stack runs (or the
         # stack's own capture limit), so decode steps at full load replay graphs.
         flags.add(KNOBS["cuda_graph_max_batch"], settings.graph_batch_limit)
-        flags.extend(_speculative_flags(settings))
+        flags.extend(
+            speculative_flags(
+                settings, SPECULATIVE_ALGORITHMS, draft_model_flag="--speculative-draft-model-path"
+            )
+        )
         return flags
