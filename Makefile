@@ -61,7 +61,7 @@ lint: install-dev
 
 pytest: install-dev
 	@$(TEST_ENV) $(BIN)/python manage.py preflight
-	$(TEST_ENV) $(BIN)/python -m pytest $(ARGS)
+	$(TEST_ENV) $(BIN)/python -m pytest --durations=25 $(ARGS)
 
 test: install-dev browser lint pytest
 
