@@ -9,8 +9,8 @@ it chooses the calibration's forms by leave-group-out cross validation and fits 
 predicts TTFT and TPOT with the roofline alone, AIConfigurator alone (both in our closed loop,
 clients starting together, 20 rounds each as AIConfigurator's generated benchmark runs), and the
 calibrated result (over AIConfigurator where it answers, else over the roofline), and prints
-their median absolute percentage error and the share within 25%, side by side, all measured in
-this run.
+their median absolute percentage error and the share within 25%, side by side, then the same
+error (and its sign) for each held-out group, all measured in this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
 10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates
 show next to their figures, and the fitted forms and factors in
@@ -93,6 +93,26 @@ def _summary(pairs: list[tuple[float, float]]) -> tuple[float, float]:
     return 100 * statistics.median(errors), 100 * sum(e <= WITHIN for e in errors) / len(errors)
 
 
+def _signed_median(pairs: list[tuple[float, float]]) -> float:
+    """Median relative error in %, with its sign: which way a method is wrong on a group."""
+    return 100 * statistics.median((p - m) / m for p, m in pairs)
+
+
+def _print_groups(by_group: dict[str, dict[str, dict[str, list[tuple[float, float]]]]]) -> None:
+    """Each held-out group's error per method, so the table's medians can be traced to the
+    groups that make them."""
+    print("\nby held-out group (MdAPE, signed median error):")
+    for group, methods in sorted(by_group.items()):
+        print(f"  {group}")
+        for method, entry in methods.items():
+            ttft, tpot = entry["ttft"], entry["tpot"]
+            print(
+                f"    {method:<15} {len(ttft):>3} rows  TTFT {_summary(ttft)[0]:5.1f}% "
+                f"({_signed_median(ttft):+.0f}%)  TPOT {_summary(tpot)[0]:5.1f}% "
+                f"({_signed_median(tpot):+.0f}%)"
+            )
+
+
 def _print_calibration(calibration: Calibration) -> None:
     """The forms cross validation chose on the fitting rows (with every form's score) and the
     factors fitted with them."""
@@ -151,11 +171,13 @@ def main() -> int:
     for calibration in calibrations.values():
         _print_calibration(calibration)
     results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    by_group: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {}
 
     def record(method: str, predicted, row) -> None:
-        entry = results.setdefault(method, {"ttft": [], "tpot": []})
-        entry["ttft"].append((predicted.ttft_ms, row.ttft_ms))
-        entry["tpot"].append((predicted.tpot_ms, row.tpot_ms))
+        group = by_group.setdefault(f"{row.model_path} | {row.system} | {row.backend}", {})
+        for entry in (results.setdefault(method, {}), group.setdefault(method, {})):
+            entry.setdefault("ttft", []).append((predicted.ttft_ms, row.ttft_ms))
+            entry.setdefault("tpot", []).append((predicted.tpot_ms, row.tpot_ms))
 
     aic_held = {s.context.row.key: s for s in aic if s.context.row.held_out}
     for sample in (s for s in roofline if s.context.row.held_out):
@@ -180,6 +202,7 @@ def main() -> int:
             f"| {method} | {len(entry['ttft'])} of {len(held)} | {ttft[0]:.1f}% | {ttft[1]:.0f}% "
             f"| {tpot[0]:.1f}% | {tpot[1]:.0f}% |"
         )
+    _print_groups(by_group)
     measured_on = datetime.now(UTC).strftime("%Y-%m-%d")
     print(f"\nmeasured {measured_on} in {elapsed:.0f} s on {os.cpu_count()} cores")
     if args.write_bands:
