@@ -2,20 +2,26 @@
 
 A row's HTML is about three quarters of the page's time (filters and includes over a large
 estimate). Its key is a digest of everything the row shows (the candidate's rank, score, stack,
-estimate, hints and choice, its measured and published rows) and of the templates that draw
-it, so a change to any of them makes a new key: there is nothing to invalidate, and a stale
-row cannot be served. Entries expire after a day.
+estimate, hints and choice, its measured and published rows), of the templates that draw it
+and of the tag libraries they load (and of Django's own filters, by its version), so a change to
+any of them makes a new key: there is nothing to invalidate, and a stale row cannot be served.
+Entries expire after a day.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import re
 from collections.abc import Sequence
 from functools import cache
+from importlib import import_module
 from typing import Any
 
+import django
 from django.core.cache import caches
+from django.template import engines
 from django.template.loader import get_template, render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -28,11 +34,21 @@ ROW_TEMPLATES = (
     "selections/_published.html",
 )
 TIMEOUT_S = 24 * 3600
+# `{% load facts %}`: the tag libraries a template uses; their modules' sources are in the key.
+LOAD = re.compile(r"{%\s*load\s+([^%]+?)\s*%}")
 
 
 @cache
 def _templates_digest() -> str:
+    """The row's templates, the source of every tag library they load (a change of a filter
+    such as `signed_percent` is a change of the row) and Django's version, for its builtins."""
     sources = [get_template(name).template.source for name in ROW_TEMPLATES]
+    modules = engines["django"].engine.libraries  # library name -> its module's dotted path
+    loaded = {
+        name for source in sources for found in LOAD.findall(source) for name in found.split()
+    }
+    sources += [inspect.getsource(import_module(modules[name])) for name in sorted(loaded)]
+    sources.append(django.get_version())
     return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:16]
 
 

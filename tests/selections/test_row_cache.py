@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 
 from django.core.cache import caches
@@ -9,7 +10,7 @@ from django.urls import reverse
 
 from apps.audit.services import Actor
 from apps.catalog.services import published_import
-from apps.selections import services
+from apps.selections import row_cache, services
 from tests.catalog.published_rows import sample_row
 from tests.selections.helpers import create_selection
 
@@ -49,3 +50,15 @@ def test_a_kept_row_is_rendered_once_and_drawn_again_when_what_it_shows_changes(
     published_import(actor=Actor.system("test"), rows=rows)
     published = _page(alice_client, selection)
     assert 'data-source-row="r1"' in published[str(first.pk)]
+
+
+def test_an_edit_of_a_filter_the_row_uses_makes_new_row_keys(monkeypatch):
+    """`signed_percent` lives in the facts library: editing it must not serve old rows."""
+    before = row_cache._templates_digest.__wrapped__()
+    read = inspect.getsource
+
+    def edited(module):
+        return read(module) + ("\n# edited" if module.__name__.endswith(".facts") else "")
+
+    monkeypatch.setattr(inspect, "getsource", edited)
+    assert row_cache._templates_digest.__wrapped__() != before
