@@ -1,6 +1,7 @@
 """States of plans, jobs and attempts, with their terminal sets (side effects fire on entry)."""
 
 from django.db import models
+from stackselect_domain.vocabulary import MODE_MEASURED, MODE_SIMULATED
 
 
 class PlanMode(models.TextChoices):
@@ -14,8 +15,8 @@ class RunMode(models.TextChoices):
     Chosen explicitly when planning: a measured plan never falls back to the simulated engine.
     """
 
-    MEASURED = "measured", "Measured on the stack's own engine"
-    SIMULATED = "simulated", "Dry run on the simulated engine"
+    MEASURED = MODE_MEASURED, "Measured on the stack's own engine"
+    SIMULATED = MODE_SIMULATED, "Dry run on the simulated engine"
 
 
 class PlanState(models.TextChoices):

@@ -213,6 +213,6 @@ def plan_checklist(plan: BenchmarkPlan) -> list[fairness.Item]:
             identity=_planned_identity(plan, job),
             load_points=points,
             tuning_origin="sweep" if swept else origin,
-            quality=(("simulated" if plan.simulated else "measured") if job.quality else None),
+            quality=plan.run_mode if job.quality else None,
         )
     return fairness.checklist(list(by_candidate.values()))

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from stackselect_domain.vocabulary import MODE_MEASURED, MODE_SIMULATED
+
 PROBE_SET = "stackselect-probe-1"
 # Greedy and short: the probe checks answers, not speed.
 PROBE_MAX_TOKENS = 32
@@ -173,7 +175,7 @@ class QualityScore:
 
     correct: int
     total: int
-    mode: Literal["measured", "simulated"]
+    mode: str  # vocabulary.RUN_MODES
 
     @property
     def rate(self) -> float | None:
@@ -192,7 +194,7 @@ def score_outputs(outputs: Sequence[Mapping[str, Any]], *, simulated: bool) -> Q
             continue
         total += 1
         correct += is_correct(prompt, output.get("text"), output.get("tool_calls"))
-    return QualityScore(correct, total, "simulated" if simulated else "measured")
+    return QualityScore(correct, total, MODE_SIMULATED if simulated else MODE_MEASURED)
 
 
 def agreement(

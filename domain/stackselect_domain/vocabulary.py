@@ -17,6 +17,9 @@ LENGTH_KINDS: tuple[str, ...] = ("fixed", "normal", "lognormal", "empirical", "r
 # Open-loop arrival processes (workload.parse_arrival); a closed loop is given by concurrency.
 ARRIVAL_PROCESSES: tuple[str, ...] = ("poisson", "gamma", "constant", "trace")
 ATTENTION_KINDS: tuple[str, ...] = ("mha", "gqa", "mla", "sliding")
+# Where a run's figures came from: the stack's own engine, or the simulated engine (a dry run).
+MODE_MEASURED, MODE_SIMULATED = "measured", "simulated"
+RUN_MODES: tuple[str, ...] = (MODE_MEASURED, MODE_SIMULATED)
 # Parallel layout axes: tensor, pipeline, expert and data parallel degrees.
 PARALLELISM_AXES: tuple[str, ...] = ("tp", "pp", "ep", "dp")
 
