@@ -9,7 +9,9 @@ server's labels are stale: it was upgraded, or restored from a backup), it posts
 answer's queues to `QueueSwitch`, which starts and cancels the Celery consumer's queues. The
 consumer is not thread-safe, so the switch only schedules `add_task_queue`/`cancel_task_queue`
 with `call_soon`, which the worker's own loop runs (the path Celery's remote-control
-`add_consumer` takes too).
+`add_consumer` takes too). The GPUs are the exception: the worker's job slots and device pool
+are sized at start, so a re-probe keeps reporting the GPUs it runs jobs on and says that a
+restart is needed to use others.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from stackselect_runner.model_store import ModelStore
 from stackselect_runner.probe import probe_environment
 
 logger = logging.getLogger(__name__)
+# The probe fields that describe the GPUs, fixed for the worker's lifetime (see above).
+GPU_FIELDS = ("gpus", "gpu_count", "gpu_model", "interconnect", "topology")
 
 
 def runner_probe(settings: RunnerSettings, simulated: SimulatedHardware | None) -> dict[str, Any]:
@@ -129,6 +133,7 @@ class ProbeWatch:
         self.server_queues = server_queues
         self._sent = dict(sent)
         self._seen: list[str] = []  # the server's queues when the last probe was sent
+        self._gpus_changed = False
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="runner-reprobe", daemon=True)
 
@@ -153,6 +158,7 @@ class ProbeWatch:
         except ConfigError as exc:
             logger.warning("re-probe skipped, the old labels stay: %s", exc)
             return False
+        probe = self._with_started_gpus(probe)
         if probe == self._sent and not self._server_disagrees():
             return False
         try:
@@ -166,6 +172,20 @@ class ProbeWatch:
         logger.info("probe sent (models: %s); following the server's queues", models)
         self.switch.follow(answer.get("queues") or [])
         return True
+
+    def _with_started_gpus(self, probe: dict[str, Any]) -> dict[str, Any]:
+        started = {name: self._sent.get(name) for name in GPU_FIELDS}
+        if all(probe.get(name) == value for name, value in started.items()):
+            return probe
+        if not self._gpus_changed:
+            self._gpus_changed = True
+            logger.warning(
+                "the GPUs changed since start (%s -> %s GPU(s)); restart the runner to run jobs "
+                "on them, until then it reports the GPUs it started with",
+                started["gpu_count"],
+                probe.get("gpu_count"),
+            )
+        return {**probe, **started}
 
     def _loop(self) -> None:
         while not self._stopping.wait(self.interval_s):

@@ -120,6 +120,32 @@ def test_a_server_whose_heartbeats_name_other_queues_gets_the_probe_again_once(
     assert len(fake_api.calls_to("/probe")) == 1
 
 
+def test_gpus_that_changed_since_start_are_not_reported_until_a_restart(
+    tmp_path: Path, fake_api: FakeRunnerServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store_file = tmp_path / "models.json"
+    settings = RunnerSettings(models_file=store_file)
+    first = runner_probe(settings, SimulatedHardware("h100-sxm", 1))
+    switch = QueueSwitch(queues_of(first))
+
+    def probe() -> dict[str, Any]:  # one more GPU than the worker's device pool was sized for
+        return runner_probe(settings, SimulatedHardware("h100-sxm", 2))
+
+    api = RunnerApi(fake_api.url, CREDENTIAL)
+    watch = ProbeWatch(api, probe, switch, 1.0, sent=first, server_queues=lambda: None)
+    with caplog.at_level(logging.WARNING):
+        assert watch.check() is False
+    assert "the GPUs changed since start (1 -> 2 GPU(s)); restart the runner" in caplog.text
+    assert fake_api.calls_to("/probe") == []
+
+    store = ModelStore.load(store_file)
+    store.add(MODEL, str(tmp_path))
+    store.save()
+    assert watch.check() is True
+    (sent,) = [call.body["probe"] for call in fake_api.calls_to("/probe")]
+    assert (sent["models"], sent["gpu_count"]) == ([MODEL], 1)
+
+
 def test_queues_chosen_before_the_worker_consumes_are_applied_when_it_starts() -> None:
     switch = QueueSwitch([OWN, SIMULATED_POOL])
     switch.follow([OWN, MODEL_POOL])
