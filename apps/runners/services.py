@@ -114,7 +114,8 @@ def runner_enroll(*, token_plaintext: str, name: Any, probe: Any) -> tuple[Runne
 
 @transaction.atomic
 def runner_probe(*, runner: Runner, probe: Any) -> Runner:
-    """Store a fresh probe (sent at every start) and re-derive the routing labels."""
+    """Store a fresh probe (sent at every start and when it changes) and re-derive the
+    routing labels."""
     runner = Runner.objects.select_for_update().get(pk=runner.pk)
     before = _runner_snapshot(runner)
     _apply_probe(runner, probe)

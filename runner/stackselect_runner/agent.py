@@ -29,7 +29,7 @@ from stackselect_runner.doctor import diagnose
 from stackselect_runner.heartbeat import Heartbeat
 from stackselect_runner.jobrun import JobRunner
 from stackselect_runner.model_store import ModelStore
-from stackselect_runner.probe import probe_environment
+from stackselect_runner.reprobe import ProbeWatch, QueueSwitch, runner_probe
 from stackselect_runner.worker import build_worker_app, worker_argv
 
 # A bad, used or expired enrollment token (the server answers 401 or 403).
@@ -64,9 +64,10 @@ def _model_store(settings: RunnerSettings) -> ModelStore:
 
 
 def _probe(settings: RunnerSettings, simulated: SimulatedHardware | None) -> dict:
-    """The probe, with the slugs of the models this runner's store holds."""
-    models = sorted(_model_store(settings).models)
-    return probe_environment(simulated, models=models, offered=settings.engines)
+    try:
+        return runner_probe(settings, simulated)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _credentials() -> Credentials:
@@ -108,7 +109,8 @@ def start(args: argparse.Namespace) -> None:
     credentials = _credentials()
     settings = _settings()
     api = RunnerApi(credentials.url, credentials.credential)
-    probe = _probe(settings, settings.simulated or credentials.simulated)
+    simulated = settings.simulated or credentials.simulated
+    probe = _probe(settings, simulated)
     try:
         answer = api.send_probe(probe)
     except CredentialRejected as exc:
@@ -125,16 +127,27 @@ def start(args: argparse.Namespace) -> None:
     heartbeat = Heartbeat(api, float(interval_s))
     devices = DevicePool(int(probe["gpu_count"]), device_variables(probe))
     job_runner = JobRunner(api, settings, heartbeat=heartbeat, terminal=sys.stderr, devices=devices)
-    app = build_worker_app(credentials, settings, job_runner, devices.slots)
+    switch = QueueSwitch(queues)
+    app = build_worker_app(credentials, settings, job_runner, devices.slots, switch)
+    watch = ProbeWatch(
+        api,
+        lambda: runner_probe(settings, simulated),
+        switch,
+        settings.reprobe_interval_s,
+        sent=probe,
+        server_queues=lambda: (heartbeat.last_answer or {}).get("queues"),
+    )
     print(
         f"runner {credentials.runner_id}: consuming {', '.join(queues)} "
         f"({devices.slots} job slot(s), {devices.gpu_count} GPU(s))",
         flush=True,
     )
     heartbeat.start()
+    watch.start()
     try:
         app.worker_main(worker_argv(credentials.runner_id, queues, args.loglevel, devices.slots))
     finally:
+        watch.stop()
         heartbeat.stop()
 
 

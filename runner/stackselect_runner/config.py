@@ -28,6 +28,8 @@ DEFAULT_VISIBILITY_TIMEOUT_S = 12 * 3600
 DEFAULT_ENGINE_READY_TIMEOUT_S = 1200.0
 DEFAULT_ENGINE_STOP_GRACE_S = 30.0
 DEFAULT_REPORT_INTERVAL_S = 2.0
+# How often a running runner probes again, so a model added to its store is consumed from.
+DEFAULT_REPROBE_INTERVAL_S = 30.0
 # A chunk holds at most this many records and UPLOAD_CHUNK_BYTES of their JSON (uploads.py). Each
 # upload costs the server a fixed round of queries, so short records travel many to a chunk:
 # a whole load point of the protocol's most (20,000 requests, ~5 MB at 4 output tokens). Long
@@ -204,6 +206,7 @@ class RunnerSettings:
     engine_ready_timeout_s: float = DEFAULT_ENGINE_READY_TIMEOUT_S
     engine_stop_grace_s: float = DEFAULT_ENGINE_STOP_GRACE_S
     report_interval_s: float = DEFAULT_REPORT_INTERVAL_S
+    reprobe_interval_s: float = DEFAULT_REPROBE_INTERVAL_S
     upload_chunk_records: int = DEFAULT_UPLOAD_CHUNK_RECORDS
     simulated: SimulatedHardware | None = None
     # The model store's file; None: models.json next to the credentials (model_store.py).
@@ -241,6 +244,9 @@ class RunnerSettings:
             ),
             report_interval_s=_env_number(
                 environ, "STACKSELECT_RUNNER_REPORT_INTERVAL_S", DEFAULT_REPORT_INTERVAL_S
+            ),
+            reprobe_interval_s=_env_number(
+                environ, "STACKSELECT_RUNNER_REPROBE_INTERVAL_S", DEFAULT_REPROBE_INTERVAL_S
             ),
             upload_chunk_records=max(1, int(chunk)),
             simulated=simulated,

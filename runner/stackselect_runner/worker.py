@@ -17,6 +17,7 @@ from celery import Celery, Task
 
 from stackselect_runner.config import Credentials, RunnerSettings
 from stackselect_runner.jobrun import Outcome
+from stackselect_runner.reprobe import QueueSwitch, consumer_step
 
 TASK_NAME = "stackselect.runner.run_attempt"
 # A claim the API never answered is retried this many times, this far apart.
@@ -64,9 +65,13 @@ def build_worker_app(
     settings: RunnerSettings,
     job_runner: AttemptRunner,
     concurrency: int = 1,
+    switch: QueueSwitch | None = None,
 ) -> Celery:
+    """`switch`, when given, receives the worker's consumer so queues can change at runtime."""
     app = Celery("stackselect-runner", set_as_current=False)
     app.conf.update(celery_settings(credentials, settings, concurrency))
+    if switch is not None:
+        app.steps["consumer"].add(consumer_step(switch))
 
     @app.task(name=TASK_NAME, bind=True, acks_late=True, ignore_result=True)
     def run_attempt(task: Task, attempt_id: int, gpu_count: int | None = None) -> str:

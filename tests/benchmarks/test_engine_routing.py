@@ -15,6 +15,8 @@ import pytest
 import redis
 from django.conf import settings
 from django.utils import timezone
+from stackselect_runner.model_store import ModelStore
+from stackselect_runner.reprobe import ProbeWatch, QueueSwitch
 
 from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
@@ -206,3 +208,55 @@ def test_a_runner_whose_store_lacks_the_model_is_named_and_never_gets_the_job(
     assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-2."
     assert attempt.queue in answer.json()["queues"]
     assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
+
+
+class _ProbeOverApi:
+    """The runner agent's `send_probe`, through the real runner API of this test's server."""
+
+    def __init__(self, api: RunnerClient) -> None:
+        self.api = api
+
+    def send_probe(self, probe: dict) -> dict:
+        response = self.api.post("probe", {"probe": probe})
+        assert response.status_code == 200, response.content
+        return response.json()
+
+
+def test_a_running_runner_that_gains_the_model_reports_it_and_the_waiting_job_goes_to_it(
+    alice, acme, selection, client, broker, tmp_path, django_capture_on_commit_callbacks
+):
+    _, gpu_api, queues = _enroll(client, alice, acme, "gpu-2", {"vllm": "0.8.0"}, models=())
+    store_file = tmp_path / "models.json"
+
+    def probe() -> dict:
+        """What the agent's probe says of this host: vLLM 0.8 and the models in its store."""
+        models = sorted(ModelStore.load(store_file).models)
+        return {**simulated_probe(), "engines": {"vllm": "0.8.0"}, "models": models}
+
+    def heartbeat_queues() -> list[str]:
+        return gpu_api.post("heartbeat", {"attempts": []}).json()["queues"]
+
+    switch = QueueSwitch(queues)
+    watch = ProbeWatch(
+        _ProbeOverApi(gpu_api), probe, switch, 1.0, sent=probe(), server_queues=heartbeat_queues
+    )
+    plan = _measured_plan(alice, acme, selection, django_capture_on_commit_callbacks)
+    job = plan.jobs.get()
+    attempt = job.attempts.get()
+    try:
+        assert job.state == "waiting_for_runner"
+        assert f"gpu-2 lacks model {MODEL} in its store (it has no model)" in job.state_reason
+        assert watch.check() is False  # nothing changed: nothing sent, nothing re-routed
+
+        store = ModelStore.load(store_file)  # `stackselect-runner models add`, while it runs
+        store.add(MODEL, str(tmp_path))
+        store.save()
+        assert watch.check() is True
+        job.refresh_from_db()
+        assert job.state == "queued"
+        assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-2."
+        assert attempt.queue not in queues and attempt.queue in switch.wanted()
+        assert set(heartbeat_queues()) == set(switch.wanted())
+        assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
+    finally:
+        broker.delete(attempt.queue)

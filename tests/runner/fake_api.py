@@ -11,7 +11,7 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +32,8 @@ class Call:
 
 @dataclass
 class FakeRunnerServer:
-    """Knobs: `job_spec`, `claim_refusal`, `cancel_when_progress`, `enroll_refusal`, `failures`."""
+    """Knobs: `job_spec`, `claim_refusal`, `cancel_when_progress`, `enroll_refusal`, `failures`,
+    `probe_queues` (the queues a probe earns; default: `queues`, whatever the probe)."""
 
     job_spec: dict[str, Any] = field(default_factory=dict)
     claim_refusal: str | None = None
@@ -40,6 +41,7 @@ class FakeRunnerServer:
     enroll_refusal: str | None = None
     enroll_refusal_status: int = 403
     queues: list[str] = field(default_factory=lambda: ["runner.5", "pool.1.h100-sxm.1"])
+    probe_queues: Callable[[dict[str, Any]], list[str]] | None = None
     # path suffix -> how many times to answer 503 before answering normally
     failures: dict[str, int] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
@@ -90,6 +92,8 @@ class FakeRunnerServer:
         if parts == ["probe"]:
             if not isinstance(body.get("probe"), dict):
                 return web.json_response({"probe": ["This field is required."]}, status=400)
+            if self.probe_queues:  # later heartbeats answer them too, as the server's do
+                self.queues = self.probe_queues(body["probe"])
             return web.json_response({"queues": self.queues, "labels": {}})
         if parts == ["heartbeat"]:
             cancel = self._cancel_requested(body["attempt_id"])

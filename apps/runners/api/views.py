@@ -80,7 +80,7 @@ class ProbeView(RunnerView):
         tags=[TAG],
         request=s.ProbeIn,
         responses=s.RunnerSetupOut,
-        summary="Send the probe again (at every start); labels are re-derived",
+        summary="Send the probe again (at every start, and when it changes); labels are re-derived",
     )
     def post(self, request: Request) -> Response:
         data = parsed_input(s.ProbeIn, request)
