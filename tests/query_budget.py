@@ -1,6 +1,9 @@
-"""Query budgets of pages: a page that starts reading per row (an N+1) fails its test."""
+"""Query budgets of pages and services: one that starts reading per row (an N+1) fails its test."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -12,4 +15,11 @@ def page_queries(client, name: str, *args: int) -> int:
     with CaptureQueriesContext(connection) as captured:
         answer = client.get(reverse(name, args=args))
     assert answer.status_code == 200, (name, answer.status_code)
+    return len(captured)
+
+
+def call_queries(call: Callable[..., Any], **kwargs: Any) -> int:
+    """How many queries one call of a service makes."""
+    with CaptureQueriesContext(connection) as captured:
+        call(**kwargs)
     return len(captured)

@@ -14,6 +14,7 @@ count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from apps.audit.services import Actor, audit_record
+from apps.audit.services import Actor, AuditEntry, audit_record, audit_record_many
 from apps.benchmarks.choices import (
     ATTEMPT_LEASED,
     JOB_PENDING,
@@ -183,23 +184,57 @@ def _retry_notes(job_ids: list[int]) -> dict[int, str]:
     return notes
 
 
-def _apply_route(job: BenchmarkJob, state: str, reason: str) -> None:
-    if job.state == state and job.state_reason == reason:
+Route = tuple[BenchmarkJob, str, str]  # a pending job, its new state and its new reason
+
+
+def _apply_routes(routes: Sequence[Route]) -> None:
+    """Set each pending job's state and reason; a job no longer in the state it was read in has
+    moved on and is left alone. Each job whose state moves gets its own audit event (its
+    history reads as before), all appended with one INSERT.
+
+    One UPDATE per (old state, new state, reason) shared by the jobs, so moving thousands of
+    jobs costs the queries of moving one. Several jobs are locked first, in id order (as
+    `plan_cancel` does), so two reroutes at once cannot deadlock and every locked job still in
+    its old state is updated; a single job's conditional UPDATE says by itself if it moved.
+    """
+    changes = [
+        (job, state, reason)
+        for job, state, reason in routes
+        if (job.state, job.state_reason) != (state, reason)
+    ]
+    if not changes:
         return
-    changed = BenchmarkJob.objects.filter(pk=job.pk, state__in=JOB_PENDING).update(
-        state=state, state_reason=reason
-    )
-    if changed and job.state != state:
-        audit_record(
-            actor=DISPATCHER,
-            action=f"job.{state}",
-            obj=job,
-            team=job.team,
-            before={"state": job.state},
-            after={"state": state, "state_reason": reason},
-        )
-    if changed:
-        job.state, job.state_reason = state, reason
+    with transaction.atomic(savepoint=False):
+        if len(changes) > 1:
+            locked = BenchmarkJob.objects.select_for_update().filter(
+                pk__in=[job.pk for job, _, _ in changes]
+            )
+            current = dict(locked.order_by("pk").values_list("pk", "state"))
+            changes = [change for change in changes if current.get(change[0].pk) == change[0].state]
+        groups: dict[tuple[str, str, str], list[BenchmarkJob]] = {}
+        for job, state, reason in changes:
+            groups.setdefault((job.state, state, reason), []).append(job)
+        entries = []
+        for (before, state, reason), jobs in groups.items():
+            rows = BenchmarkJob.objects.filter(pk__in=[job.pk for job in jobs], state=before)
+            if not rows.filter(state__in=JOB_PENDING).update(state=state, state_reason=reason):
+                continue
+            if state != before:
+                after = {"state": state, "state_reason": reason}
+                entries += [
+                    AuditEntry(
+                        DISPATCHER,
+                        f"job.{state}",
+                        job,
+                        team=job.team,
+                        before={"state": before},
+                        after=after,
+                    )
+                    for job in jobs
+                ]
+            for job in jobs:
+                job.state, job.state_reason = state, reason
+        audit_record_many(entries)
 
 
 def job_route(
@@ -213,7 +248,7 @@ def job_route(
     state, reason = routing_verdict(job, fleet=fleet)
     if retry_note is None:
         retry_note = _retry_notes([job.pk]).get(job.pk, "")
-    _apply_route(job, state, retry_note + reason)
+    _apply_routes([(job, state, retry_note + reason)])
 
 
 def attempt_dispatch(job: BenchmarkJob, *, number: int, fleet: Fleet | None = None) -> JobAttempt:
@@ -238,9 +273,9 @@ def pending_jobs_reroute(*, team_id: int | None = None) -> int:
     """Re-evaluate every pending job (of one team); returns how many were looked at.
 
     The fleet, the retry notes and the verdict of each (team, needs) are read once for all the
-    jobs, and jobs whose new reason is the same are updated together, so a reap or a runner's
-    comeback costs a few queries plus one per distinct verdict and one per job whose state
-    changes (that move is audited), not several queries per pending job.
+    jobs, and jobs that get the same state and reason are updated together, so a reap or a
+    runner's comeback costs a few queries plus one per distinct verdict (and per retried job,
+    whose reason names its lost attempt), however many jobs move.
     """
     jobs = BenchmarkJob.objects.filter(state__in=JOB_PENDING).select_related("team")
     if team_id is not None:
@@ -252,20 +287,14 @@ def pending_jobs_reroute(*, team_id: int | None = None) -> int:
     notes = _retry_notes([job.pk for job in jobs])
     now = timezone.now()
     verdicts: dict[tuple[int, JobNeeds], tuple[str, str]] = {}
-    same_state: dict[tuple[str, str], list[int]] = {}
+    routes = []
     for job in jobs:
         key = (job.team_id, job_needs(job))
         if key not in verdicts:
             verdicts[key] = routing_verdict(job, now=now, fleet=fleet)
         state, reason = verdicts[key]
-        reason = notes.get(job.pk, "") + reason
-        if job.state != state:
-            with transaction.atomic():
-                _apply_route(job, state, reason)
-        elif job.state_reason != reason:
-            same_state.setdefault((state, reason), []).append(job.pk)
-    for (state, reason), ids in same_state.items():
-        BenchmarkJob.objects.filter(pk__in=ids, state=state).update(state_reason=reason)
+        routes.append((job, state, notes.get(job.pk, "") + reason))
+    _apply_routes(routes)
     return len(jobs)
 
 
