@@ -21,8 +21,12 @@ $(VENV)/.installed-base: requirements/base.lock domain/pyproject.toml runner/pyp
 	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@
 
+# The test engine (llama-cpp-python) is compiled for AVX2 rather than this CPU: with -march=native
+# on a CPU with AMX, ggml repacks Q4_K weights for AMX and the first completion segfaults.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(VENV)/.installed-dev: requirements/dev.lock domain/pyproject.toml runner/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q --require-hashes -r requirements/dev.lock
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --require-hashes -r requirements/dev.lock
 	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@ $(VENV)/.installed-base
 
