@@ -9,7 +9,9 @@ then sends `--clients` concurrent clients at GET /api/v1/selections/{id}/candida
 auth, first page), at the candidate list, plan, evidence and decision pages (a logged-in
 session) and, the same way, at /healthz. Each client sends `--requests` requests, one after
 the other. It prints p50/p99 of each and the p99 ratio: what each costs over a request that
-does nothing.
+does nothing. Then it serves each endpoint in this process under cProfile and prints where
+one request's time goes (templates, database, our code, charts, the rest) and the functions
+with the most own time: what is left between the measured ratio and its goal.
 
     .venv/bin/python bench/bench_candidate_latency.py [--clients 20] [--requests 25]
 """
@@ -32,6 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
 
 from stack import private_stack
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MODEL = "llama-3.1-8b"
 WORKLOAD = {
@@ -163,15 +167,68 @@ def latencies(url: str, headers: dict[str, str], clients: int, requests: int) ->
         return np.array([s for one in pool.map(client, range(clients)) for s in one])
 
 
+# Where a function's own time is counted, by the first fragment of its file path that matches.
+LAYERS = (
+    ("charts (plotly)", "/plotly/"),
+    ("templates", "/django/template/"),
+    ("database", "/psycopg/"),
+    ("database", "/django/db/"),
+    ("serializers", "/rest_framework/"),
+    ("our code", "/apps/"),
+    ("our code", "/stackselect_domain/"),
+)
+
+
+def layer_of(filename: str) -> str:
+    return next((name for name, fragment in LAYERS if fragment in filename), "the rest")
+
+
+def where_time_goes(name: str, path: str, meta: dict[str, str], rounds: int) -> None:
+    """One endpoint served `rounds` times in this process under cProfile (the profiler slows
+    it, so the shares matter, not the milliseconds): its own time by layer and the five
+    functions with the most own time."""
+    import cProfile
+    import pstats
+
+    from django.test import Client
+
+    client = Client()
+    if client.get(path, **meta).status_code != 200:  # warm, and check it is the real page
+        raise RuntimeError(f"GET {path} did not answer 200 in-process")
+    profiler = cProfile.Profile()
+    start = perf_counter()
+    profiler.enable()
+    for _ in range(rounds):
+        client.get(path, **meta)
+    profiler.disable()
+    wall_ms = (perf_counter() - start) / rounds * 1e3
+    own = pstats.Stats(profiler).stats  # {(file, line, function): (cc, nc, own s, cum s, ...)}
+    layers: dict[str, float] = {}
+    for (filename, _, _), (_, _, own_s, _, _) in own.items():
+        layers[layer_of(filename)] = layers.get(layer_of(filename), 0.0) + own_s
+    total = sum(layers.values()) or 1.0
+    shares = ", ".join(
+        f"{layer} {seconds / total:.0%}"
+        for layer, seconds in sorted(layers.items(), key=lambda item: -item[1])
+    )
+    print(f"profile {name}: {wall_ms:.1f} ms/request in-process under cProfile; {shares}")
+    top = sorted(own.items(), key=lambda item: -item[1][2])[:5]
+    for (filename, line, function), (_, calls, own_s, _, _) in top:
+        where = filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
+        per_request_ms = own_s / rounds * 1e3
+        print(f"  {per_request_ms:7.2f} ms {calls // rounds:>7} calls  {where}:{line} {function}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=25, help="per client and endpoint")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--database-url", default="", help="a PostgreSQL server to use")
+    parser.add_argument("--profile-rounds", type=int, default=5, help="0: no profile")
     args = parser.parse_args()
-    if args.clients < 1 or args.requests < 1 or args.workers < 1:
-        sys.exit("--clients, --requests and --workers must be at least 1")
+    if args.clients < 1 or args.requests < 1 or args.workers < 1 or args.profile_rounds < 0:
+        sys.exit("--clients, --requests and --workers must be at least 1, --profile-rounds 0")
     with (
         throwaway_database(args.database_url) if args.database_url else nullcontext("") as url,
         private_stack(web_workers=args.workers, database_url=url) as stack,
@@ -198,15 +255,27 @@ def main() -> None:
             name: latencies(url, headers, args.clients, args.requests)
             for name, (url, headers) in pages.items()
         }
-    print(f"{args.clients} clients x {args.requests} requests, gunicorn {args.workers} worker(s)")
-    print(f"selection: {kept} kept candidates of {MODEL} (first page of 100 kept + 100 dropped)")
-    p99 = {}
-    for name, seconds in figures.items():
-        p50, p99[name] = np.percentile(seconds * 1e3, [50, 99])
-        print(f"{name:<15} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
-    print(f"p99 ratio candidates / healthz: {p99['candidates'] / p99['healthz']:.1f}x")
-    for name in ("candidate page", "plan page", "evidence page", "decision page"):
-        print(f"p99 ratio {name} / healthz: {p99[name] / p99['healthz']:.1f}x")
+        print(
+            f"{args.clients} clients x {args.requests} requests, gunicorn {args.workers} worker(s)"
+        )
+        print(
+            f"selection: {kept} kept candidates of {MODEL} (first page of 100 kept + 100 dropped)"
+        )
+        p99 = {}
+        for name, seconds in figures.items():
+            p50, p99[name] = np.percentile(seconds * 1e3, [50, 99])
+            print(f"{name:<15} p50 {p50:8.1f} ms   p99 {p99[name]:8.1f} ms")
+        print(f"p99 ratio candidates / healthz: {p99['candidates'] / p99['healthz']:.1f}x")
+        for name in ("candidate page", "plan page", "evidence page", "decision page"):
+            print(f"p99 ratio {name} / healthz: {p99[name] / p99['healthz']:.1f}x")
+
+        if args.profile_rounds:
+            host = urlsplit(stack.url).netloc
+            for name, (url, headers) in pages.items():
+                if name != "healthz":
+                    meta = {"HTTP_HOST": host}
+                    meta |= {f"HTTP_{key.upper()}": value for key, value in headers.items()}
+                    where_time_goes(name, urlsplit(url).path, meta, args.profile_rounds)
 
 
 if __name__ == "__main__":
