@@ -236,7 +236,7 @@ def runner_heartbeat(
     once; without it, the single `attempt_id` (and its progress) is the one beat.
     """
     if runner_heartbeat_touch(runner=runner):
-        pending_jobs_reroute(team_id=runner.team_id)
+        pending_jobs_reroute(team_id=runner.team_id, waiting_only=True)
     if attempts is None:
         attempts = [] if attempt_id is None else [{"attempt_id": attempt_id, "progress": progress}]
     with transaction.atomic():

@@ -96,4 +96,4 @@ def test_enrolling_a_fitting_runner_queues_the_waiting_job(alice, acme, rows, cl
     assert f"pool.{acme.pk}.l40s.2.simulated" in response.json()["queues"]
     job = plan.jobs.get()
     assert job.state == "queued"
-    assert "1 runner(s) online" in job.state_reason
+    assert "on the runners that have it: big." in job.state_reason

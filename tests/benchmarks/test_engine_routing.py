@@ -110,7 +110,7 @@ def test_the_job_runs_on_a_runner_that_has_the_engine_once_it_enrolls(
     job.refresh_from_db()
     assert job.state == "queued"
     assert job.state_reason == (
-        f"Queued for {NEEDS}; 1 runner(s) online: gpu-1. "
+        f"Queued for {NEEDS} on the runners that have it: gpu-1. "
         "Not the others: sim-1 lacks vLLM 0.8 (it has simulated)."
     )
     attempt = job.attempts.get()
@@ -175,7 +175,7 @@ def test_a_runner_with_another_release_series_of_the_engine_never_gets_the_job(
     _, new_api, new_queues = _enroll(client, alice, acme, "gpu-new", {"vllm": "0.8.4"})
     job.refresh_from_db()
     assert job.state == "queued"
-    assert "1 runner(s) online: gpu-new." in job.state_reason
+    assert "on the runners that have it: gpu-new." in job.state_reason
     assert "Not the others: gpu-old lacks vLLM 0.8" in job.state_reason
     assert attempt.queue in new_queues
     assert new_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
@@ -205,7 +205,7 @@ def test_a_runner_whose_store_lacks_the_model_is_named_and_never_gets_the_job(
     assert answer.status_code == 200, answer.content
     job.refresh_from_db()
     assert job.state == "queued"
-    assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-2."
+    assert job.state_reason == f"Queued for {NEEDS} on the runners that have it: gpu-2."
     assert attempt.queue in answer.json()["queues"]
     assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
 
@@ -254,7 +254,7 @@ def test_a_running_runner_that_gains_the_model_reports_it_and_the_waiting_job_go
         assert watch.check() is True
         job.refresh_from_db()
         assert job.state == "queued"
-        assert job.state_reason == f"Queued for {NEEDS}; 1 runner(s) online: gpu-2."
+        assert job.state_reason == f"Queued for {NEEDS} on the runners that have it: gpu-2."
         assert attempt.queue not in queues and attempt.queue in switch.wanted()
         assert set(heartbeat_queues()) == set(switch.wanted())
         assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
