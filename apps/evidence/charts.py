@@ -8,11 +8,11 @@ a dry run's line says it ran on the simulated engine, so no chart passes it off 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-import plotly.graph_objects as go
 from stackselect_domain.slo import SLO
 
-from apps.core.figures import figure_json, new_figure
+from apps.core.figures import axes_layout, figure_json, horizontal_line
 from apps.evidence.calibration_report import PredictionError
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
 from apps.evidence.stored import SKETCH_PERCENTILES
@@ -30,15 +30,20 @@ def _name(candidate: CandidateEvidence) -> str:
     return name if candidate.comparable else f"{name} (not comparable)"
 
 
+def _scatter(
+    x: list[Any], y: list[Any], name: str, *, mode: str = "lines+markers", **more: Any
+) -> dict[str, Any]:
+    return {"type": "scatter", "x": x, "y": y, "mode": mode, "name": name, **more}
+
+
 def _line(
     candidate: CandidateEvidence, metric: str, *, suffix: str = "", dash: str = "solid"
-) -> go.Scatter:
+) -> dict[str, Any]:
     points = [point for point in candidate.points if point.value(metric) is not None]
-    return go.Scatter(
-        x=[point.offered_rate_rps for point in points],
-        y=[point.value(metric) for point in points],
-        mode="lines+markers",
-        name=f"{_name(candidate)}{suffix}",
+    return _scatter(
+        [point.offered_rate_rps for point in points],
+        [point.value(metric) for point in points],
+        f"{_name(candidate)}{suffix}",
         line={"dash": dash},
     )
 
@@ -46,36 +51,35 @@ def _line(
 def latency_chart(candidates: Sequence[CandidateEvidence], *, latency: str, slo: SLO | None) -> str:
     """P50 (solid) and P99 (dashed) of `latency` ("ttft" or "tpot") against the offered rate,
     with the SLO target as a horizontal line."""
-    figure = new_figure()
+    traces = []
     for candidate in candidates:
-        figure.add_trace(_line(candidate, f"{latency}_p50_ms", suffix=" P50"))
-        figure.add_trace(_line(candidate, f"{latency}_p99_ms", suffix=" P99", dash="dash"))
-    target = getattr(slo, f"{latency}_ms", None) if slo else None
-    if target:
-        figure.add_hline(y=target, line_dash="dot", line_color="red", annotation_text="SLO")
-    figure.update_layout(
+        traces.append(_line(candidate, f"{latency}_p50_ms", suffix=" P50"))
+        traces.append(_line(candidate, f"{latency}_p99_ms", suffix=" P99", dash="dash"))
+    layout = axes_layout(
         title=f"{latency.upper()} percentiles against load",
-        xaxis_title=RATE_AXIS,
-        yaxis_title=f"{latency.upper()} (ms)",
+        x=RATE_AXIS,
+        y=f"{latency.upper()} (ms)",
         **_LAYOUT,
     )
-    return figure_json(figure)
+    target = getattr(slo, f"{latency}_ms", None) if slo else None
+    if target:
+        horizontal_line(layout, y=target, label="SLO")
+    return figure_json(traces, layout)
 
 
 def goodput_chart(candidates: Sequence[CandidateEvidence]) -> str:
-    figure = new_figure([_line(candidate, "goodput_rps") for candidate in candidates])
-    figure.update_layout(
+    layout = axes_layout(
         title="SLO goodput against load",
-        xaxis_title=RATE_AXIS,
-        yaxis_title="goodput (requests/s meeting every target)",
+        x=RATE_AXIS,
+        y="goodput (requests/s meeting every target)",
         **_LAYOUT,
     )
-    return figure_json(figure)
+    return figure_json([_line(candidate, "goodput_rps") for candidate in candidates], layout)
 
 
 def pareto_chart(candidates: Sequence[CandidateEvidence]) -> str:
     """Throughput per GPU against speed per user, one point per load point: up and right wins."""
-    figure = new_figure()
+    traces = []
     for candidate in candidates:
         points = [
             point
@@ -83,22 +87,21 @@ def pareto_chart(candidates: Sequence[CandidateEvidence]) -> str:
             if point.value("output_tokens_per_s_per_gpu") is not None
             and point.value("output_tokens_per_s_per_user") is not None
         ]
-        figure.add_trace(
-            go.Scatter(
-                x=[point.value("output_tokens_per_s_per_user") for point in points],
-                y=[point.value("output_tokens_per_s_per_gpu") for point in points],
+        traces.append(
+            _scatter(
+                [point.value("output_tokens_per_s_per_user") for point in points],
+                [point.value("output_tokens_per_s_per_gpu") for point in points],
+                _name(candidate),
                 text=[point.key for point in points],
-                mode="lines+markers",
-                name=_name(candidate),
             )
         )
-    figure.update_layout(
+    layout = axes_layout(
         title="Tokens/s per GPU against tokens/s per user",
-        xaxis_title="output tokens/s per user (1 / TPOT)",
-        yaxis_title="output tokens/s per GPU",
+        x="output tokens/s per user (1 / TPOT)",
+        y="output tokens/s per GPU",
         **_LAYOUT,
     )
-    return figure_json(figure)
+    return figure_json(traces, layout)
 
 
 def _cdf_point(candidate: CandidateEvidence, metric: str) -> PointEvidence | None:
@@ -109,55 +112,48 @@ def _cdf_point(candidate: CandidateEvidence, metric: str) -> PointEvidence | Non
 
 def cdf_chart(candidates: Sequence[CandidateEvidence], *, metric: str) -> str:
     """CDF of `metric` ("ttft_s" or "tpot_s") from the stored whole-percentile sketch."""
-    figure = new_figure()
+    shares = (SKETCH_PERCENTILES / 100).tolist()
+    traces = []
     for candidate in candidates:
         point = _cdf_point(candidate, metric)
-        if point is None:
-            continue
-        figure.add_trace(
-            go.Scatter(
-                x=[value * 1000 for value in point.quantiles[metric]],
-                y=(SKETCH_PERCENTILES / 100).tolist(),
-                mode="lines",
-                name=f"{_name(candidate)} at {point.key}",
-            )
-        )
+        if point is not None:
+            milliseconds = [value * 1000 for value in point.quantiles[metric]]
+            name = f"{_name(candidate)} at {point.key}"
+            traces.append(_scatter(milliseconds, shares, name, mode="lines"))
     name = metric.removesuffix("_s").upper()
-    figure.update_layout(
+    layout = axes_layout(
         title=f"{name} distribution (CDF)",
-        xaxis_title=f"{name} (ms)",
-        yaxis_title="share of completed requests",
+        x=f"{name} (ms)",
+        y="share of completed requests",
         **_LAYOUT,
     )
-    return figure_json(figure)
+    return figure_json(traces, layout)
 
 
 def predicted_chart(errors: Sequence[PredictionError]) -> str:
     """Predicted against measured TTFT and TPOT; points on the diagonal were predicted right."""
-    figure = new_figure()
+    traces = []
     largest = 0.0
     for error in errors:
         rows = [row for row in error.rows if row["metric"] in ("ttft_ms", "tpot_ms")]
         largest = max([largest, *(max(row["predicted"], row["measured"]) for row in rows)])
-        figure.add_trace(
-            go.Scatter(
-                x=[row["predicted"] for row in rows],
-                y=[row["measured"] for row in rows],
-                text=[row["metric"] for row in rows],
+        traces.append(
+            _scatter(
+                [row["predicted"] for row in rows],
+                [row["measured"] for row in rows],
+                error.label,
                 mode="markers",
-                name=error.label,
+                text=[row["metric"] for row in rows],
             )
         )
-    figure.add_trace(
-        go.Scatter(x=[0, largest], y=[0, largest], mode="lines", name="measured = predicted")
-    )
-    figure.update_layout(
+    traces.append(_scatter([0, largest], [0, largest], "measured = predicted", mode="lines"))
+    layout = axes_layout(
         title="Predicted (estimator) against measured latency",
-        xaxis_title="predicted (ms)",
-        yaxis_title="measured (ms)",
+        x="predicted (ms)",
+        y="measured (ms)",
         **_LAYOUT,
     )
-    return figure_json(figure)
+    return figure_json(traces, layout)
 
 
 def evidence_figures(

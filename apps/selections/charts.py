@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import plotly.graph_objects as go
-
-from apps.core.figures import figure_json, new_figure
+from apps.core.figures import axes_layout, figure_json
 
 _LAYOUT = {
     "margin": {"l": 50, "r": 20, "t": 40, "b": 45},
@@ -17,40 +15,39 @@ _LAYOUT = {
 
 def length_histograms(*, inputs: Sequence[int], outputs: Sequence[int]) -> str:
     """Input and output length histograms of a trace, overlaid."""
-    figure = new_figure()
-    figure.add_trace(go.Histogram(x=list(inputs), name="input tokens", opacity=0.65))
-    figure.add_trace(go.Histogram(x=list(outputs), name="output tokens", opacity=0.65))
-    figure.update_layout(
-        title="Request lengths", barmode="overlay", xaxis_title="tokens", **_LAYOUT
-    )
-    return figure_json(figure)
+    traces = [
+        {"type": "histogram", "x": list(inputs), "name": "input tokens", "opacity": 0.65},
+        {"type": "histogram", "x": list(outputs), "name": "output tokens", "opacity": 0.65},
+    ]
+    layout = axes_layout(title="Request lengths", x="tokens", barmode="overlay", **_LAYOUT)
+    return figure_json(traces, layout)
 
 
 def arrival_histogram(*, timestamps: Sequence[float]) -> str:
     """Requests per second over the trace, which shows bursts the mean rate hides."""
     start = min(timestamps) if timestamps else 0.0
-    figure = new_figure(go.Histogram(x=[t - start for t in timestamps], xbins={"size": 1}))
-    figure.update_layout(title="Arrivals per second", xaxis_title="seconds from start", **_LAYOUT)
-    return figure_json(figure)
+    trace = {"type": "histogram", "x": [t - start for t in timestamps], "xbins": {"size": 1}}
+    layout = axes_layout(title="Arrivals per second", x="seconds from start", **_LAYOUT)
+    return figure_json([trace], layout)
 
 
 def goodput_chart(curves: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> str:
     """Predicted goodput against offered request rate, one line per leading candidate."""
-    figure = new_figure()
-    for label, points in curves:
-        figure.add_trace(
-            go.Scatter(
-                x=[point["rate_rps"] for point in points],
-                y=[point["goodput_rps"] for point in points],
-                mode="lines+markers",
-                name=label,
-            )
-        )
-    figure.update_layout(
+    traces = [
+        {
+            "type": "scatter",
+            "x": [point["rate_rps"] for point in points],
+            "y": [point["goodput_rps"] for point in points],
+            "mode": "lines+markers",
+            "name": label,
+        }
+        for label, points in curves
+    ]
+    layout = axes_layout(
         title="Predicted SLO goodput (simulated)",
-        xaxis_title="offered rate (requests/s)",
-        yaxis_title="goodput (requests/s meeting the SLO)",
+        x="offered rate (requests/s)",
+        y="goodput (requests/s meeting the SLO)",
         legend={"orientation": "h", "y": -0.3},
         **{**_LAYOUT, "height": 420},
     )
-    return figure_json(figure)
+    return figure_json(traces, layout)

@@ -26,6 +26,8 @@ def test_alice_opens_the_evidence_of_her_selection_and_sees_its_charts(page, acm
 
     page.wait_for_selector("#chart-ttft .main-svg")
     page.wait_for_selector("#chart-goodput .main-svg")
+    assert page.locator("#chart-ttft .shapelayer path").count() == 1  # the SLO target line
+    assert page.locator("#chart-ttft .annotation-text").text_content() == "SLO"
     assert page.locator("table.evidence.metrics > tbody > tr").count() == 4
     assert "TPOT" in page.locator("#definitions").inner_text()
     screenshot(page, "evidence-selection")

@@ -14,6 +14,7 @@ from apps.selections import selectors, services
 from apps.selections.error_bands import error_band
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
+from tests.figures import page_figures
 from tests.selections.helpers import create_selection, update_selection
 from tests.selections.test_traces import CSV
 
@@ -82,6 +83,9 @@ def test_the_detail_page_draws_trace_histograms_with_the_static_plotly(
     page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
 
     assert 'id="figure-lengths"' in page and 'id="figure-arrivals"' in page
+    lengths = page_figures(page)["lengths"]
+    assert [trace["type"] for trace in lengths["data"]] == ["histogram", "histogram"]
+    assert lengths["layout"]["xaxis"]["title"]["text"] == "tokens"
     assert page.count("plotly.min") == 1 and "cdn" not in page.lower()
 
 
@@ -95,7 +99,9 @@ def test_the_candidate_page_lists_ranked_stacks_reasons_and_the_goodput_chart(
 
     page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
 
-    assert 'id="figure-goodput"' in page
+    goodput = page_figures(page)["goodput"]
+    assert goodput["data"] and all(trace["mode"] == "lines+markers" for trace in goodput["data"])
+    assert goodput["layout"]["title"]["text"] == "Predicted SLO goodput (simulated)"
     assert 'data-code="hardware_unsupported"' in page
     assert "req/s per GPU" in page
 
