@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
 
+from profiling import profile_lines, profile_rounds
 from stack import private_stack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,44 +180,17 @@ LAYERS = (
 )
 
 
-def layer_of(filename: str) -> str:
-    return next((name for name, fragment in LAYERS if fragment in filename), "the rest")
-
-
 def where_time_goes(name: str, path: str, meta: dict[str, str], rounds: int) -> None:
     """One endpoint served `rounds` times in this process under cProfile (the profiler slows
     it, so the shares matter, not the milliseconds): its own time by layer and the five
     functions with the most own time."""
-    import cProfile
-    import pstats
-
     from django.test import Client
 
     client = Client()
     if client.get(path, **meta).status_code != 200:  # warm, and check it is the real page
         raise RuntimeError(f"GET {path} did not answer 200 in-process")
-    profiler = cProfile.Profile()
-    start = perf_counter()
-    profiler.enable()
-    for _ in range(rounds):
-        client.get(path, **meta)
-    profiler.disable()
-    wall_ms = (perf_counter() - start) / rounds * 1e3
-    own = pstats.Stats(profiler).stats  # {(file, line, function): (cc, nc, own s, cum s, ...)}
-    layers: dict[str, float] = {}
-    for (filename, _, _), (_, _, own_s, _, _) in own.items():
-        layers[layer_of(filename)] = layers.get(layer_of(filename), 0.0) + own_s
-    total = sum(layers.values()) or 1.0
-    shares = ", ".join(
-        f"{layer} {seconds / total:.0%}"
-        for layer, seconds in sorted(layers.items(), key=lambda item: -item[1])
-    )
-    print(f"profile {name}: {wall_ms:.1f} ms/request in-process under cProfile; {shares}")
-    top = sorted(own.items(), key=lambda item: -item[1][2])[:5]
-    for (filename, line, function), (_, calls, own_s, _, _) in top:
-        where = filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
-        per_request_ms = own_s / rounds * 1e3
-        print(f"  {per_request_ms:7.2f} ms {calls // rounds:>7} calls  {where}:{line} {function}")
+    profiler, wall_ms = profile_rounds(lambda _: client.get(path, **meta), rounds)
+    print("\n".join(profile_lines(name, profiler, wall_ms, rounds, LAYERS)))
 
 
 def main() -> None:

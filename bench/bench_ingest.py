@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "faults"))
 
+from profiling import profile_lines, profile_rounds
 from stack import PrivateStack, private_stack
 from stackselect_runner.config import DEFAULT_UPLOAD_CHUNK_RECORDS, UPLOAD_CHUNK_BYTES
 from stackselect_runner.uploads import chunk_starts, idempotency_key
@@ -199,6 +200,32 @@ def raw_result_id() -> int:
     return LoadPointResult.objects.create(run=run, index=0, load_point={}, duration_s=1).pk
 
 
+def load_point_uploads(
+    args: argparse.Namespace, attempt_id: int, index: int, measured: list[dict[str, Any]]
+) -> list[tuple[Upload, list[dict[str, Any]]]]:
+    """One load point's chunks as the runner sends them (gzip JSON), each with its records."""
+    count = len(measured)
+    starts = chunk_starts(measured, args.chunk, args.chunk_bytes)
+    chunks = []
+    for number, (start, stop) in enumerate(pairwise([*starts, count])):
+        records = measured[start:stop]
+        document = {
+            "load_point_index": index,
+            "load_point": {"index": index, "rate_rps": 1000.0},
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "duration_s": count / 1000 + 5,  # the last requests end after sending
+            "chunk_index": number,
+            "chunk_count": len(starts),
+            "engine": {"version": "sim-0.1", "effective_config": {}},
+            "harness": {"name": "stackselect-harness", "version": "0.1"},
+            "records": records,
+        }
+        key = idempotency_key(attempt_id, index, number)
+        body = gzip.compress(json.dumps(document).encode())
+        chunks.append((Upload(attempt_id, key, body), records))
+    return chunks
+
+
 def prepare(
     args: argparse.Namespace, attempt_ids: list[int], raw_id: int
 ) -> tuple[list[Upload], io.StringIO]:
@@ -213,29 +240,89 @@ def prepare(
             if count <= 0:
                 break
             left -= count
-            measured = chunk_records(0, count, rng)
-            starts = chunk_starts(measured, args.chunk, args.chunk_bytes)
-            for number, (start, stop) in enumerate(pairwise([*starts, count])):
-                records = measured[start:stop]
+            for upload, records in load_point_uploads(
+                args, attempt_id, index, chunk_records(0, count, rng)
+            ):
                 text.writelines(
                     copy_line(raw_id, written + i, record) for i, record in enumerate(records)
                 )
                 written += len(records)
-                document = {
-                    "load_point_index": index,
-                    "load_point": {"index": index, "rate_rps": 1000.0},
-                    "started_at": "2026-01-01T00:00:00+00:00",
-                    "duration_s": count / 1000 + 5,  # the last requests end after sending
-                    "chunk_index": number,
-                    "chunk_count": len(starts),
-                    "engine": {"version": "sim-0.1", "effective_config": {}},
-                    "harness": {"name": "stackselect-harness", "version": "0.1"},
-                    "records": records,
-                }
-                key = idempotency_key(attempt_id, index, number)
-                body = gzip.compress(json.dumps(document).encode())
-                uploads.append(Upload(attempt_id, key, body))
+                uploads.append(upload)
     return uploads, text
+
+
+# Where an upload's own time is counted (bench/profiling.py): the first fragment that occurs
+# in a function's "file:function" label names its layer; a function none names (C code such as
+# msgspec's decode or numpy's, library code) counts for the layers of its callers.
+LAYERS = (
+    ("database", "/psycopg/"),
+    ("database", "/django/db/"),
+    ("unzip", "/apps/benchmarks/results.py:gunzip_limited"),
+    ("decode+validation", "/apps/core/parsers.py"),
+    ("decode+validation", "/apps/benchmarks/results.py"),
+    ("decode+validation", "/apps/evidence/schema.py"),
+    ("COPY building", "/apps/evidence/sample_store.py"),
+    ("summary", "/apps/evidence/summaries.py"),
+    ("summary", "/apps/evidence/analysis.py"),
+    ("summary", "/apps/evidence/stored.py"),
+    ("summary", "/apps/evidence/probes.py"),
+    ("summary", "/stackselect_domain/"),
+    ("audit", "/apps/audit/"),
+    ("our other code", "/apps/"),
+    ("Django and DRF", "/django/"),
+    ("Django and DRF", "/rest_framework/"),
+)
+
+
+def where_upload_time_goes(
+    args: argparse.Namespace, host: str, attempt_id: int, credential: str, rounds: int
+) -> list[str]:
+    """`rounds` uploads of fresh load points of one more attempt, each a chunk as the bench
+    sends them, POSTed through Django's test client in this process under cProfile (after
+    one unprofiled upload to warm it): own time by layer and the five costliest functions."""
+    from django.db import connection
+    from django.test import Client
+
+    rng = np.random.default_rng(args.seed + 1)
+    count = min(args.requests, args.samples)
+    chunks = [
+        load_point_uploads(args, attempt_id, index, chunk_records(0, count, rng))[0]
+        for index in range(rounds + 1)
+    ]
+    client = Client()
+    meta = {"HTTP_HOST": host, "HTTP_AUTHORIZATION": f"Runner {credential}"}
+
+    def post(number: int) -> None:
+        upload = chunks[number][0]
+        response = client.generic(
+            "POST",
+            f"/api/runner/v1/attempts/{upload.attempt_id}/results",
+            upload.body,
+            content_type="application/json",
+            HTTP_CONTENT_ENCODING="gzip",
+            HTTP_IDEMPOTENCY_KEY=upload.key,
+            **meta,
+        )
+        if response.status_code != 201:
+            raise RuntimeError(f"profiled upload answered {response.status_code}")
+
+    queries = []
+
+    def count(execute, sql, params, many, context):  # Django's cursors; the COPY and the
+        queries.append(sql)  # body's binary UPDATE use psycopg's own and are not counted
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        post(0)
+    profiler, wall_ms = profile_rounds(lambda number: post(number + 1), rounds)
+    upload, records = chunks[1]
+    name = (
+        f"of one upload ({len(records):,} records, {len(upload.body):,} bytes of gzip, "
+        f"{len(queries)} queries through Django's cursors)"
+    )
+    return profile_lines(
+        name, profiler, wall_ms, rounds, LAYERS, top=args.profile_top, unit="upload"
+    )
 
 
 def worker_pids(stack: PrivateStack) -> list[int]:
@@ -364,10 +451,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--database-url", default="", help="a PostgreSQL server to use")
     parser.add_argument("--keep", action="store_true", help="keep the stack's logs")
+    parser.add_argument(
+        "--profile-rounds", type=int, default=3, help="uploads profiled in-process (0: none)"
+    )
+    parser.add_argument("--profile-top", type=int, default=5, help="costliest functions shown")
     args = parser.parse_args()
     sizes = (args.samples, args.chunk, args.chunk_bytes, args.requests, args.load_points)
-    if min(*sizes, args.workers) < 1:
-        sys.exit("--samples, --chunk(-bytes), --requests, --load-points, --workers must be >= 1")
+    if min(*sizes, args.workers) < 1 or not 0 <= args.profile_rounds < args.load_points:
+        sys.exit(
+            "--samples, --chunk(-bytes), --requests, --load-points, --workers must be >= 1, "
+            "--profile-rounds from 0 to below --load-points"
+        )
     per_job = args.requests * args.load_points
     jobs = -(-args.samples // per_job)
     from bench_candidate_latency import throwaway_database
@@ -377,12 +471,18 @@ def main() -> None:
         private_stack(web_workers=args.workers, database_url=url, keep=args.keep) as stack,
     ):
         stack.use_django()
-        attempt_ids, credential = claimed_attempts(jobs, args.load_points, args.requests)
+        # One attempt more than the measured uploads need: the profiled uploads' own.
+        every_attempt, credential = claimed_attempts(jobs + 1, args.load_points, args.requests)
+        *attempt_ids, spare = every_attempt
         uploads, text = prepare(args, attempt_ids, raw_result_id())
         ingest, memory = timed_uploads(stack, uploads, credential)
         raw = timed_copy(text)
         check_stored(args.samples, -(-args.samples // args.requests))
-    print("\n".join(lines(args, len(uploads), ingest, raw, memory)))
+        print("\n".join(lines(args, len(uploads), ingest, raw, memory)), flush=True)
+        if args.profile_rounds:
+            host = f"127.0.0.1:{stack.web_port}"
+            profile = where_upload_time_goes(args, host, spare, credential, args.profile_rounds)
+            print("\n".join(profile))
 
 
 if __name__ == "__main__":

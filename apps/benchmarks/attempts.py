@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, OuterRef, Subquery, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 from stackselect_domain.quality import score_outputs
@@ -43,7 +44,7 @@ from apps.benchmarks.models import BenchmarkJob, JobAttempt, JobLog, QualityResu
 from apps.benchmarks.quality import clean_evaluation, clean_output
 from apps.benchmarks.results import UploadError, gunzip_limited, parse_upload
 from apps.benchmarks.search import load_point_limit
-from apps.benchmarks.selectors import plan_request_count
+from apps.benchmarks.selectors import JsonArrayLength
 from apps.benchmarks.signals import result_uploaded
 from apps.core.errors import ConflictError, NotFoundError
 from apps.runners.models import Runner
@@ -292,6 +293,42 @@ def _replay(key: str, runner: Runner, attempt_id: int) -> ResultUpload | None:
     ).first()
 
 
+def _upload_attempt(runner: Runner, attempt_id: int, key: str) -> JobAttempt:
+    """The runner's own attempt (else 404) as `_own_attempt` reads it, with in the same query
+    `replay_id`, the upload it stored under `key` already (as `_replay` finds it), and
+    `request_count`, the length of its plan's request schedule (the schedule left unread)."""
+    stored = ResultUpload.objects.filter(attempt_id=OuterRef("pk"), idempotency_key=key)
+    attempt = (
+        JobAttempt.objects.select_related("job__plan", "job__team")
+        .defer("job__plan__requests")
+        .annotate(
+            replay_id=Subquery(stored.values("pk")[:1]),
+            request_count=JsonArrayLength("job__plan__requests"),
+        )
+        .filter(pk=attempt_id, job__team_id=runner.team_id)
+        .first()
+    )
+    if attempt is None or attempt.runner_id != runner.pk:
+        raise NotFoundError("No such attempt of this runner." if attempt else "No such attempt.")
+    return attempt
+
+
+def _store_body(upload: ResultUpload, body: bytes) -> None:
+    """The gzip body into its row, on PostgreSQL as a binary parameter: Django binds parameters
+    into the SQL text, so a bytea goes as hex for the server to parse (about 20 ms of a 1.1 MB
+    body, against 2.5 ms as a binary parameter, measured 2026-12-03 on the bench machine)."""
+    if connection.vendor == "postgresql":
+        table = connection.ops.quote_name(ResultUpload._meta.db_table)
+        sql = f"UPDATE {table} SET body = %b WHERE id = %s"
+        try:  # the server-side binding cursor shares the connection, so the transaction
+            with psycopg.Cursor(connection.connection) as cursor:
+                cursor.execute(sql, [body, upload.pk])
+        except psycopg.Error:
+            transaction.set_rollback(True)  # psycopg's own errors bypass Django's wrapping
+            raise
+    upload.body = body
+
+
 def _check_chunk_count(attempt: JobAttempt, load_point_index: int, chunk_count: int) -> None:
     """Every chunk of a load point states the same chunk_count, or completeness is undefined."""
     stated = (
@@ -319,10 +356,9 @@ def result_upload(
         raise ValidationError(
             {"Idempotency-Key": f"Send a key of 1 to {MAX_IDEMPOTENCY_KEY} chars."}
         )
-    replay = _replay(key, runner, attempt_id)
-    if replay is not None:
-        return replay, False
-    attempt = _own_attempt(runner, attempt_id)
+    attempt = _upload_attempt(runner, attempt_id, key)
+    if attempt.replay_id is not None:
+        return ResultUpload.objects.get(pk=attempt.replay_id), False
     if attempt.state not in ATTEMPT_LEASED:
         raise _conflict(attempt)
     if content_encoding.strip().lower() != "gzip":
@@ -334,7 +370,7 @@ def result_upload(
     parsed = parse_upload(
         raw,
         load_point_count=load_point_limit(plan),
-        max_records=plan_request_count(plan.pk),
+        max_records=int(attempt.request_count or 0),
         plan_points=None if plan.search else plan.load_points,
     )
     _check_chunk_count(attempt, parsed.load_point_index, parsed.chunk_count)
@@ -348,10 +384,11 @@ def result_upload(
                 chunk_count=parsed.chunk_count,
                 idempotency_key=key,
                 sha256=hashlib.sha256(body).hexdigest(),
-                body=body,
+                body=b"" if connection.vendor == "postgresql" else body,
                 record_count=len(parsed.records),
                 meta=parsed.meta,
             )
+            _store_body(upload, body)
             result_uploaded.send(sender=ResultUpload, upload=upload, document=parsed.document)
             audit_record(
                 actor=Actor.for_runner(runner),

@@ -30,16 +30,6 @@ class JsonArrayLength(Func):
         return self.as_sql(compiler, connection, function="json_array_length", **extra)
 
 
-def plan_request_count(plan_id: int) -> int:
-    """How many requests the plan's schedule holds, without reading the schedule itself."""
-    count = (
-        BenchmarkPlan.objects.filter(pk=plan_id)
-        .values_list(JsonArrayLength("requests"), flat=True)
-        .first()
-    )
-    return int(count or 0)
-
-
 def plans_of(*, team: Any) -> QuerySet[BenchmarkPlan]:
     return scoped(
         BenchmarkPlan.objects.select_related("selection")

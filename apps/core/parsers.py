@@ -141,15 +141,30 @@ def loads_items_raw(raw: bytes, *, max_containers: int | None, key: str) -> Any:
     whose `key` holds a list, that list's items stay undecoded JSON (msgspec.Raw, each a valid
     JSON value) for a typed decoder to read straight into its own types, instead of becoming
     Python objects first. Any body this does not take (not UTF-8, not an object, `key` not a
-    list, NaN, a lone surrogate, ...) goes through `loads_bounded`, which refuses exactly what it
-    refused before, with the same message.
+    list, NaN, a lone surrogate, more brackets than max_containers, nesting beyond msgspec's
+    recursion limit or, outside the items, beyond API_JSON_MAX_DEPTH, ...) goes through
+    `loads_bounded`, which refuses exactly what it refused before, with the same message.
+
+    The exact bracket scan (`check_shape`) is not run over the items: it costs a pass over
+    every string of the body, an eighth of a large upload. In its place the bracket bytes are
+    counted (in strings too, so at least the containers: an upper bound), and the items'
+    nesting is left to their typed decoder, which has to bound it anyway (the results records
+    of apps/evidence/schema.py nest two levels, and its fallback for records that do not fit
+    refuses every nested value but the gap list). msgspec itself stops at Python's recursion
+    limit, so no depth reaches the C stack.
     """
-    check_shape(raw, max_depth=settings.API_JSON_MAX_DEPTH, max_containers=max_containers)
+    depth = settings.API_JSON_MAX_DEPTH
+    brackets = raw.count(b"[") + raw.count(b"{")
+    if max_containers is not None and brackets > max_containers:
+        return loads_bounded(raw, max_containers=max_containers, skip=frozenset({key}))
     try:
         raw.decode("utf-8")  # the scans below skip strings without checking their bytes
         values = _RAW_OBJECT.decode(raw)
         items = _RAW_LIST.decode(values.pop(key))
-    except (UnicodeDecodeError, KeyError, msgspec.DecodeError):  # ValidationError subclasses it
+        for value in values.values():  # the envelope: its exact depth check, on few bytes
+            check_shape(bytes(value), max_depth=depth - 1)
+    except (UnicodeDecodeError, KeyError, msgspec.DecodeError, RecursionError, JsonBodyError):
+        # msgspec.ValidationError subclasses DecodeError
         return loads_bounded(raw, max_containers=max_containers, skip=frozenset({key}))
     # The other values are few and small: the standard decoder keeps its exact semantics
     # (integers beyond 64 bits stay integers, and are refused below).

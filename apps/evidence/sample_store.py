@@ -182,18 +182,25 @@ def binary_copy(result_id: int, samples: LoadPointSamples) -> Iterator[bytes]:
 
 
 def _copy(result_id: int, samples: LoadPointSamples) -> None:
-    # The savepoint keeps a refused COPY from poisoning the caller's transaction unseen: the
-    # psycopg cursor is used directly, so Django's error wrapping does not see its failures.
+    # The psycopg cursor is used directly, so Django's error wrapping does not see a refused
+    # COPY: marking the caller's atomic block for rollback keeps the aborted transaction from
+    # being used unseen (a query after it in the block raises), without the two round trips
+    # of a savepoint around every COPY. Callers let the error end their transaction.
+    if not connection.in_atomic_block:
+        raise RuntimeError("the samples' COPY must run inside the caller's transaction")
     try:
         with (
-            transaction.atomic(),
             connection.cursor() as cursor,
             cursor.cursor.copy(copy_statement(binary=True)) as copy,
         ):
             for block in binary_copy(result_id, samples):
                 copy.write(block)
     except psycopg.errors.UniqueViolation as error:
+        transaction.set_rollback(True)
         raise DuplicateSampleError(f"records: {DUPLICATE}") from error
+    except psycopg.Error:
+        transaction.set_rollback(True)
+        raise
 
 
 def _bulk_create(result_id: int, samples: LoadPointSamples) -> None:

@@ -470,9 +470,14 @@ def _typed_records(records: Sequence[Any]) -> list[_Record] | None:
 
 
 def _decoded(records: Sequence[Any]) -> list[Any]:
-    """The records as plain JSON values (the standard decoder, as for any other body)."""
+    """The records as plain JSON values (the standard decoder, as for any other body).
+    Undecoded records were not depth-checked (apps.core.parsers.loads_items_raw): any nesting
+    is refused by the checks below, and nesting beyond the decoder's recursion limit here."""
     if records and isinstance(records[0], msgspec.Raw):
-        return json.loads(b"[" + b",".join(records) + b"]")
+        try:
+            return json.loads(b"[" + b",".join(records) + b"]")
+        except RecursionError as error:
+            raise UploadError([FieldError("records", "nested too deep")]) from error
     return list(records)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from django.db import connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
 from apps.core.parsers import loads_items_raw
@@ -126,6 +127,25 @@ def test_a_repeated_index_in_a_later_chunk_is_refused_and_the_first_chunk_surviv
     with pytest.raises(UploadError, match="records: an index was already stored"):
         ingest(again)
 
+    assert Sample.objects.count() == 1
+
+
+def test_a_refused_copy_marks_the_transaction_for_rollback_without_a_savepoint(plan, candidates):
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's; the embedded SQLite set-up uses bulk_create")
+    attempt = attempt_for(plan, candidates[0])
+    first = ingest(result_upload(attempt, [record(0)], load_point=LOAD_POINT, chunk_count=2))
+    samples = parse_upload({"load_point": LOAD_POINT, "duration_s": 2.0, "records": [record(0)]})
+
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        with pytest.raises(sample_store.DuplicateSampleError):
+            sample_store.store_samples(result=first, samples=samples)
+        # The aborted transaction is not used unseen: Django refuses the next query.
+        with pytest.raises(TransactionManagementError):
+            LoadPointResult.objects.count()
+
+    # One savepoint: this test's own block; the COPY adds none (it used to add its own).
+    assert sum((q["sql"] or "").startswith("SAVEPOINT") for q in queries.captured_queries) == 1
     assert Sample.objects.count() == 1
 
 
