@@ -9,7 +9,9 @@ the simulated engine. The simulated engine times its tokens with the estimator's
 for the candidate's model, accelerator, precision and parallel layout (a wire contract with
 runner/stackselect_runner/simengine). The cost is frozen for a typical decode batch at the
 workload's mean context. With dp > 1 the engine still serves one replica, so its capacity is
-one replica's.
+one replica's. A plan's speculative decoding goes to a measured job as
+`engine.options.speculative` {method, draft_model, num_tokens}, the shape the runner's
+StackSettings parses (stackselect_domain.speculative); the simulator does not model it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
+
+from stackselect_domain.speculative import Speculative
 
 from apps.benchmarks.choices import RunMode
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
@@ -99,7 +103,12 @@ def simulated_engine(
 
 
 def real_engine(
-    *, stack: Mapping[str, Any], served_model_name: str, model_key: str, kv_dtype: str | None
+    *,
+    stack: Mapping[str, Any],
+    served_model_name: str,
+    model_key: str,
+    kv_dtype: str | None,
+    speculative: Speculative | None = None,
 ) -> dict[str, Any]:
     """The stack's own engine adapter with the stack's settings (runner engines/stack.py words)."""
     engine = str(stack.get("engine") or "")
@@ -110,6 +119,8 @@ def real_engine(
         "kv_dtype": kv_dtype,
         **{key: stack.get(key, 1) for key in LAYOUT_KEYS},
     }
+    if speculative is not None:
+        options["speculative"] = speculative.as_dict()
     return {
         "adapter": engine,
         "model": served_model_name,
@@ -125,16 +136,20 @@ def job_engine(
     stack: Mapping[str, Any],
     served_model_name: str,
     model_key: str,
+    speculative: Speculative | None = None,
     **simulated: Any,
 ) -> dict:
     """The simulated engine for a dry run, else the stack's own engine: never a fallback."""
     if run_mode == RunMode.SIMULATED:
+        if speculative is not None:
+            raise ValueError("speculative: the simulated engine does not model it")
         return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
     return real_engine(
         stack=stack,
         served_model_name=served_model_name,
         model_key=model_key,
         kv_dtype=simulated["kv_dtype"],
+        speculative=speculative,
     )
 
 

@@ -5,6 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from stackselect_domain.speculative import (
+    MAX_DRAFT_TOKENS,
+    METHOD_LABELS,
+    MIN_DRAFT_TOKENS,
+    SPECULATIVE_METHODS,
+    Speculative,
+    SpeculativeError,
+)
 from stackselect_domain.tuning import TUNABLE
 
 from apps.benchmarks.choices import PlanMode, RunMode
@@ -17,6 +25,7 @@ from apps.benchmarks.plan_identity import (
 )
 
 LOAD_KINDS = (("rate_rps", "Rates (requests/s)"), ("concurrency", "Concurrencies"))
+SPECULATIVE_CHOICES = (("", "Off"), *((m, METHOD_LABELS[m]) for m in SPECULATIVE_METHODS))
 
 
 class PlanForm(forms.Form):
@@ -73,6 +82,28 @@ class PlanForm(forms.Form):
         label="Sweep: CUDA-graph capture limit",
         help_text="Comma-separated, e.g. 256, 512 (engines without CUDA graphs refuse it).",
     )
+    speculative_method = forms.ChoiceField(
+        choices=SPECULATIVE_CHOICES,
+        required=False,
+        label="Speculative decoding",
+        help_text="Every candidate runs with it and the plan's identity records it. A candidate "
+        "whose engine cannot speculate this way is refused by name (TGI: n-gram only; LMDeploy: "
+        "EAGLE and EAGLE-3; llama.cpp: a draft model on llama-server, n-gram on "
+        "llama-cpp-python). Not for a dry run: the simulated engine does not model it.",
+    )
+    speculative_draft_model = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Speculative: draft model",
+        help_text="The draft checkpoint, for a draft model, EAGLE or EAGLE-3; empty otherwise.",
+    )
+    speculative_num_tokens = forms.IntegerField(
+        required=False,
+        min_value=MIN_DRAFT_TOKENS,
+        max_value=MAX_DRAFT_TOKENS,
+        label="Speculative: draft tokens",
+        help_text=f"Tokens proposed per step, {MIN_DRAFT_TOKENS} to {MAX_DRAFT_TOKENS}.",
+    )
     quality_probe = forms.BooleanField(
         required=False, initial=True, help_text="Send the fixed quality prompts after the load."
     )
@@ -85,6 +116,42 @@ class PlanForm(forms.Form):
     def clean_run_mode(self) -> str:
         """Measured unless a dry run is chosen: the simulator is never picked by default."""
         return self.cleaned_data["run_mode"] or RunMode.MEASURED
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["speculative"] = self._speculative(data)
+        return data
+
+    def _speculative(self, data: dict[str, Any]) -> Speculative | None:
+        """The speculative setting, its problems on the field they concern."""
+        method = data.get("speculative_method") or ""
+        draft = data.get("speculative_draft_model") or ""
+        tokens = data.get("speculative_num_tokens")
+        if not method:
+            if draft or tokens is not None:
+                self.add_error(
+                    "speculative_method", "Choose a method, or leave the draft fields empty."
+                )
+            return None
+        try:
+            # A missing token count is the field's own error below, not the draft model's.
+            spec = Speculative.from_dict(
+                {
+                    "method": method,
+                    "draft_model": draft or None,
+                    "num_tokens": MIN_DRAFT_TOKENS if tokens is None else tokens,
+                }
+            )
+        except SpeculativeError as error:
+            self.add_error(f"speculative_{error.field or 'method'}", error.message)
+            spec = None
+        if tokens is None:
+            if "speculative_num_tokens" not in self.errors:
+                self.add_error(
+                    "speculative_num_tokens", "Give the number of draft tokens per step."
+                )
+            return None
+        return spec
 
     def clean_load_levels(self) -> list[float]:
         text = self.cleaned_data["load_levels"].strip()
@@ -134,4 +201,5 @@ class PlanForm(forms.Form):
             tuning_values=self.tuning_values() or None,
             quality_probe=data["quality_probe"],
             evaluation=data["evaluation"] or "",
+            speculative=data.get("speculative"),
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from stackselect_domain.canonical import canonical_hash
 from stackselect_domain.slo import SLO
+from stackselect_domain.speculative import Speculative, SpeculativeError
 from stackselect_domain.tuning import check_sweep_values
 from stackselect_domain.workload import (
     ClosedLoop,
@@ -60,6 +61,8 @@ class PlanOptions:
     # The output-quality probe, and a team's own evaluation command registered on the runner.
     quality_probe: bool = True
     evaluation: str = ""
+    # Speculative decoding for every candidate (stackselect_domain.speculative); None: off.
+    speculative: Speculative | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
@@ -83,6 +86,30 @@ class PlanOptions:
             object.__setattr__(self, "tuning_values", check_sweep_values(self.tuning_values))
         if self.evaluation and not EVALUATION_NAME.fullmatch(self.evaluation):
             raise ValueError("evaluation: a name of letters, digits, '.', '_' or '-' (max 60)")
+        self._check_speculative()
+
+    def _check_speculative(self) -> None:
+        spec = self.speculative
+        if spec is None:
+            return
+        if not isinstance(spec, Speculative):
+            try:
+                spec = Speculative.from_dict(spec)
+            except SpeculativeError as error:
+                where = f"speculative.{error.field}" if error.field else "speculative"
+                raise ValueError(f"{where}: {error.message}") from error
+            object.__setattr__(self, "speculative", spec)
+        if self.run_mode == RunMode.SIMULATED:
+            raise ValueError(
+                "speculative: the simulated engine does not model speculative decoding; "
+                "plan a measured run, or a dry run without it"
+            )
+
+
+def error_field(message: str) -> str:
+    """The field a "field: problem" (or "field.part: problem") message names."""
+    head = message.split(":", 1)[0] if ":" in message else ""
+    return head.split(".", 1)[0].split("[", 1)[0].strip()
 
 
 def _whole(value: Any, field: str, minimum: int, maximum: int | None = None) -> int:
@@ -206,8 +233,12 @@ def build_identity(
     search: Mapping[str, Any] | None,
     simulated: bool,
 ) -> dict[str, Any]:
-    """Everything two results must share to compare, as one JSON document."""
-    return {
+    """Everything two results must share to compare, as one JSON document.
+
+    Speculative decoding changes what is measured, so a plan that uses it carries it (a plan
+    without it has no such key, so its fingerprint is what it was before the option existed).
+    """
+    identity = {
         "version": IDENTITY_VERSION,
         "simulated": simulated,
         "model": dict(model),
@@ -233,6 +264,9 @@ def build_identity(
             "max_attempts": options.max_attempts,
         },
     }
+    if isinstance(options.speculative, Speculative):
+        identity["speculative"] = options.speculative.as_dict()
+    return identity
 
 
 def identity_fingerprint(identity: Mapping[str, Any]) -> str:

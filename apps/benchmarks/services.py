@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from stackselect_domain.speculative import Speculative, engine_refusal
 from stackselect_domain.tuning import backend_knobs, engine_backend, engine_label
 
 from apps.accounts.choices import Role
@@ -53,10 +54,12 @@ def _job_engine(
     run_mode: str,
     model: dict[str, Any],
     kv_dtype: str,
+    speculative: Speculative | None,
 ) -> dict[str, Any]:
     try:
         return job_engine(
             run_mode=run_mode,
+            speculative=speculative,
             stack=candidate.stack,
             arch=documents["arch"],
             accelerator=candidate.accelerator,
@@ -122,11 +125,19 @@ def plan_create(
     precision = _one_precision(candidates)
     kv_dtype = _kv_dtype(selection)
     for candidate in candidates:
+        _refuse_speculation_the_engine_lacks(candidate, options.speculative)
         _refuse_settings_without_a_knob(candidate, options, kv_dtype=kv_dtype)
     documents = _plan_documents(selection, options)
     model = model_identity(selection.model, selection.custom_model)
     engines = [
-        _job_engine(candidate, documents, run_mode=options.run_mode, model=model, kv_dtype=kv_dtype)
+        _job_engine(
+            candidate,
+            documents,
+            run_mode=options.run_mode,
+            model=model,
+            kv_dtype=kv_dtype,
+            speculative=options.speculative,
+        )
         for candidate in candidates
     ]
     identity = build_identity(
@@ -168,6 +179,7 @@ def plan_create(
             "identity_fingerprint": plan.identity_fingerprint,
             "mode": plan.mode,
             "run_mode": plan.run_mode,
+            "speculative": plan.identity.get("speculative"),
             "jobs": [job.pk for job in jobs],
         },
     )
@@ -178,19 +190,34 @@ def plan_create(
     return plan
 
 
+def _refuse_speculation_the_engine_lacks(
+    candidate: Candidate, speculative: Speculative | None
+) -> None:
+    """A method the candidate's engine cannot speculate with would only fail on the runner;
+    refuse it while planning, naming the candidate, its engine and the methods it has."""
+    if speculative is None:
+        return
+    refusal = engine_refusal(str(candidate.stack.get("engine") or ""), speculative.method)
+    if refusal:
+        raise ValidationError(
+            {"speculative": f"{candidate}: {refusal}; plan it without this candidate"}
+        )
+
+
 def _refuse_settings_without_a_knob(
     candidate: Candidate, options: PlanOptions, *, kv_dtype: str
 ) -> None:
     """A sweep over a setting the candidate's engine (on the backend it will run the stack on,
-    for LMDeploy) has no knob for would only fail on the runner; refuse it while planning,
-    naming the engine, its backend and the setting."""
+    for LMDeploy, which speculates on PyTorch only) has no knob for would only fail on the
+    runner; refuse it while planning, naming the engine, its backend and the setting. The
+    plan's speculative setting is what speculates: a catalog stack carries none."""
     stack = candidate.stack
     engine = stack.get("engine", "")
     backend = engine_backend(
         engine,
         precision=stack.get("precision"),
         kv_dtype=kv_dtype,
-        speculative=bool(stack.get("speculative")),
+        speculative=options.speculative is not None,
     )
     knobs = backend_knobs(engine, backend)
     if not options.tuning_sweep or knobs is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -15,7 +15,7 @@ from apps.accounts.scoping import get_scoped_or_404
 from apps.benchmarks import services
 from apps.benchmarks.choices import JOB_TERMINAL
 from apps.benchmarks.forms import PlanForm
-from apps.benchmarks.plan_identity import default_load_points
+from apps.benchmarks.plan_identity import default_load_points, error_field
 from apps.benchmarks.search import search_view
 from apps.benchmarks.selectors import (
     job_attempts,
@@ -44,8 +44,13 @@ def plan_list(request: HttpRequest) -> HttpResponse:
     return render(request, "benchmarks/plan_list.html", {"page": page})
 
 
+# Service errors named after a PlanOptions field that the form spells as several fields.
+FORM_FIELDS = {"speculative": "speculative_method"}
+
+
 def _add_errors(form: PlanForm, error: ValidationError) -> None:
     for field, problems in error.message_dict.items():
+        field = FORM_FIELDS.get(field, field)
         form.add_error(field if field in form.fields else None, problems)
 
 
@@ -65,7 +70,8 @@ def plan_create(request: HttpRequest, selection_id: int) -> HttpResponse:
             )
         except (ValidationError, ValueError) as error:
             if isinstance(error, ValueError):
-                error = ValidationError(str(error))
+                field = error_field(str(error))
+                error = ValidationError({field or NON_FIELD_ERRORS: str(error)})
             _add_errors(form, error)
         else:
             messages.success(request, f"Plan {plan.title} is dispatched.")

@@ -71,3 +71,17 @@ def test_charlie_cannot_touch_acme_triggers(record, rows, globex, charlie):
         trigger_acknowledge(actor_user=charlie, team=globex, trigger_id=trigger.pk)
     with pytest.raises(NotFoundError):
         retest_plan_create(actor_user=charlie, team=globex, trigger_id=trigger.pk)
+
+
+def test_a_retest_of_a_speculative_plan_speculates_the_same_way(record, rows, acme, alice):
+    ngram = {"method": "ngram", "draft_model": None, "num_tokens": 4}
+    original = BenchmarkPlan.objects.get(pk=record.evidence[0]["plan_id"])
+    original.identity = {**original.identity, "speculative": ngram}
+    original.save(update_fields=["identity"])
+    entry_update(actor=CURATOR, instance=rows["model"], changes={"checkpoint": NEW_CHECKPOINT})
+    sweep()
+
+    plan = retest_plan_create(actor_user=alice, team=acme, trigger_id=record.triggers.get().pk).plan
+
+    assert plan.identity["speculative"] == ngram
+    assert {job.engine["options"]["speculative"]["method"] for job in plan.jobs.all()} == {"ngram"}

@@ -1,4 +1,10 @@
 from rest_framework import serializers
+from stackselect_domain.speculative import (
+    MAX_DRAFT_TOKENS,
+    SPECULATIVE_METHODS,
+    Speculative,
+    SpeculativeError,
+)
 
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
@@ -67,6 +73,9 @@ class PlanSerializer(serializers.ModelSerializer):
     jobs = JobSerializer(many=True, read_only=True)
     mode = serializers.ChoiceField(source="run_mode", choices=RunMode.choices, read_only=True)
     load_mode = serializers.ChoiceField(source="mode", choices=PlanMode.choices, read_only=True)
+    speculative = serializers.SerializerMethodField(
+        help_text="{method, draft_model, num_tokens} every candidate speculates with; null: off."
+    )
 
     class Meta:
         model = BenchmarkPlan
@@ -76,6 +85,7 @@ class PlanSerializer(serializers.ModelSerializer):
             "selection",
             "mode",
             "load_mode",
+            "speculative",
             "state",
             "identity",
             "identity_fingerprint",
@@ -87,10 +97,39 @@ class PlanSerializer(serializers.ModelSerializer):
             "jobs",
         ]
 
+    def get_speculative(self, plan: BenchmarkPlan) -> dict | None:
+        return plan.identity.get("speculative")
+
 
 class LoadPointIn(serializers.Serializer):
     rate_rps = serializers.FloatField(required=False, min_value=0)
     concurrency = serializers.IntegerField(required=False, min_value=1)
+
+
+class SpeculativeIn(serializers.Serializer):
+    """Speculative decoding for every candidate: checked by stackselect_domain.speculative, the
+    rule the runner parses the job's engine options with."""
+
+    method = serializers.CharField(
+        help_text=f"One of {', '.join(SPECULATIVE_METHODS)}; draft, eagle and eagle3 need a "
+        "draft model."
+    )
+    draft_model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text="The draft checkpoint (draft, eagle, eagle3); empty for mtp and ngram.",
+    )
+    num_tokens = serializers.IntegerField(
+        help_text=f"Draft tokens proposed per step, 1 to {MAX_DRAFT_TOKENS}."
+    )
+
+    def validate(self, attrs: dict) -> Speculative:
+        try:
+            return Speculative.from_dict(attrs)
+        except SpeculativeError as error:
+            raise serializers.ValidationError({error.field or "method": [error.message]}) from error
 
 
 class PlanCreateIn(serializers.Serializer):
@@ -136,6 +175,14 @@ class PlanCreateIn(serializers.Serializer):
         default="",
         allow_blank=True,
         help_text="Name of an evaluation command registered on the runner (its score is stored).",
+    )
+    speculative = SpeculativeIn(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Speculative decoding for every candidate, e.g. "
+        '{"method": "eagle3", "draft_model": "org/EAGLE3-head", "num_tokens": 3}; '
+        "a candidate whose engine cannot speculate that way is refused by name.",
     )
 
     def to_internal_value(self, data):

@@ -1,10 +1,11 @@
 """The candidate stack in engine-neutral words, as a real engine adapter receives it.
 
 The job spec's `engine.options` for a real engine carries the stack (precision, KV dtype,
-parallel layout, batch limits, chunked prefill, prefix caching, speculative decoding). Each
-adapter translates these words into its engine's own flags; a word the engine cannot express
-raises `UnsupportedSetting` naming the engine and the setting, so a stack is never silently run
-with a different configuration than the one its identity claims.
+parallel layout, batch limits, chunked prefill, prefix caching, speculative decoding, whose
+words and checks are stackselect_domain.speculative's, shared with the planner). Each adapter
+translates these words into its engine's own flags; a word the engine cannot express raises
+`UnsupportedSetting` naming the engine and the setting, so a stack is never silently run with a
+different configuration than the one its identity claims.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from stackselect_domain.checks import require_int, require_number
+from stackselect_domain.speculative import Speculative
 
 # KV words that mean "the model's own 16-bit dtype": every engine's default, so no flag.
 DEFAULT_KV_WORDS = frozenset({"auto", "bf16", "fp16"})
-SPECULATIVE_METHODS = frozenset({"draft", "eagle", "eagle3", "mtp", "ngram"})
 LAYOUT_KEYS = ("tp", "pp", "ep", "dp")
 STACK_OPTION_KEYS = frozenset(
     {
@@ -43,31 +44,6 @@ class UnsupportedSetting(ValueError):
 
     def __init__(self, engine: str, what: str) -> None:
         super().__init__(f"{engine} {what}")
-
-
-@dataclass(frozen=True, slots=True)
-class Speculative:
-    """Speculative decoding: `method`, the draft model (for draft/eagle/eagle3) and tokens."""
-
-    method: str
-    num_tokens: int
-    draft_model: str | None = None
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Speculative:
-        if not isinstance(data, Mapping):
-            raise ValueError("engine.options.speculative must be an object")
-        method = str(data.get("method", "")).lower()
-        if method not in SPECULATIVE_METHODS:
-            known = ", ".join(sorted(SPECULATIVE_METHODS))
-            raise ValueError(f"engine.options.speculative.method must be one of {known}")
-        draft = data.get("draft_model")
-        if method in {"draft", "eagle", "eagle3"} and not draft:
-            raise ValueError(f"engine.options.speculative.draft_model is required for {method}")
-        tokens = require_int(
-            data.get("num_tokens"), "engine.options.speculative.num_tokens", minimum=1
-        )
-        return cls(method=method, num_tokens=tokens, draft_model=str(draft) if draft else None)
 
 
 def _optional_int(options: Mapping[str, Any], key: str) -> int | None:
@@ -142,7 +118,11 @@ class StackSettings:
             max_model_len=_optional_int(options, "max_model_len"),
             chunked_prefill=_optional_bool(options, "chunked_prefill"),
             prefix_caching=_optional_bool(options, "prefix_caching"),
-            speculative=Speculative.from_dict(speculative) if speculative else None,
+            speculative=(
+                Speculative.from_dict(speculative, where="engine.options.speculative")
+                if speculative
+                else None
+            ),
             gpu_memory_fraction=fraction,
             frontend=_optional_word(options, "frontend"),
         )
