@@ -1,18 +1,19 @@
 """Every flag an engine adapter emits exists in its engine's own flag definitions, with the
 arity and choices they declare, for every stack the adapter accepts.
 
-llama.cpp is held to the real parser of the llama-cpp-python server installed here (and to
-llama-server's, when that binary is on PATH). vLLM, SGLang, TGI, TensorRT-LLM and LMDeploy are
-held to the flag sets in engine_flags/*.json, each derived from the engine's source at a pinned
-version that the file names (repository, file, tag or commit, as-of date); vLLM, SGLang and
-LMDeploy from the argparse parsers of their released wheels (package, wheel, sha256).
+llama.cpp is held to the real parsers of the llama-cpp-python server installed here and of the
+llama-server binary `make` builds from the llama.cpp source that the same pinned, hash-checked
+llama-cpp-python sdist vendors (Makefile, $(LLAMA_SERVER)). vLLM, SGLang, TGI, TensorRT-LLM and
+LMDeploy are held to the flag sets in engine_flags/*.json, each derived from the engine's source
+at a pinned version that the file names (repository, file, tag or commit, as-of date); vLLM,
+SGLang and LMDeploy from the argparse parsers of their released wheels (package, wheel, sha256).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from stackselect_runner.engines import LaunchSpec, UnsupportedSetting, get_engine_adapter
 from stackselect_runner.engines.base import ENGINE_CPUS_ENV
+from stackselect_runner.probe import parse_llama_server_version
 
 from .test_engine_adapters_commands import launch as launch_for
 
@@ -247,15 +249,72 @@ def test_llama_cpp_python_commands_parse_with_the_servers_own_parser(stack, tmp_
     assert model.n_gpu_layers == -1
 
 
-@pytest.mark.skipif(shutil.which("llama-server") is None, reason="llama-server is not on PATH")
-@pytest.mark.parametrize("stack", sorted(LLAMA_STACKS))
-def test_llama_server_commands_are_accepted_by_the_binarys_parser(stack, tmp_path):
-    options = {**LLAMA_STACKS[stack], "max_num_seqs": 2}
-    if options.get("speculative"):
-        options["speculative"] = {"method": "draft", "draft_model": "d.gguf", "num_tokens": 3}
-    argv = get_engine_adapter("llama-cpp").build_command(
-        _llama_launch(tmp_path, "llama-server", **options)
+LLAMA_SERVER_ENV = "STACKSELECT_LLAMA_SERVER"
+DRAFT = {"method": "draft", "draft_model": "d.gguf", "num_tokens": 3}
+# llama-server runs parallel slots and takes a draft model rather than prompt lookup.
+LLAMA_SERVER_STACKS: dict[str, dict[str, Any]] = {
+    **{name: {**options, "max_num_seqs": 2} for name, options in LLAMA_STACKS.items()
+       if "speculative" not in options},
+    "draft-model speculation": {"max_num_seqs": 2, "speculative": DRAFT},
+    "rows split across two GPUs": {"precision": "q4_k_m", "tp": 2},
+    "layers split across two GPUs": {"precision": "q4_k_m", "pp": 2},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Path:
+    """The llama-server `make` builds from the pinned sdist: $STACKSELECT_LLAMA_SERVER (the
+    Makefile's TEST_ENV names it), else .venv/bin/llama-server; never one found on PATH, which
+    could be any build. Missing, the test fails under `make` or CI and skips only on a bare
+    pytest run where `make llama-server` has not run yet."""
+    named = os.environ.get(LLAMA_SERVER_ENV)
+    path = Path(named) if named else Path(sys.prefix) / "bin" / "llama-server"
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    message = f"{path} is missing; `make llama-server` builds it"
+    if named or os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def parse_with(binary: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """The binary's own parser on `args`: --help last makes it parse every flag before it (each
+    handler runs, so a value is checked too), then print usage and exit 0 without loading a model.
+    A flag it does not define, a removed one or a refused value exits 1 with the reason."""
+    return subprocess.run(
+        [str(binary), *args, "--help"], capture_output=True, text=True, timeout=60, check=False
     )
-    # --help after the flags makes the binary parse them all and exit without loading a model.
-    done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60)
-    assert "error: invalid argument" not in done.stderr and done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("stack", sorted(LLAMA_SERVER_STACKS))
+def test_llama_server_commands_are_accepted_by_the_pinned_binarys_parser(
+    stack, llama_server, tmp_path
+):
+    argv = get_engine_adapter("llama-cpp").build_command(
+        _llama_launch(tmp_path, "llama-server", **LLAMA_SERVER_STACKS[stack])
+    )
+    assert argv[0] == "llama-server"
+    done = parse_with(llama_server, argv[1:])
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
+def test_the_binarys_parser_refuses_an_unknown_flag_a_removed_one_and_a_wrong_value(
+    llama_server,
+):
+    unknown = parse_with(llama_server, ["--model", "g.gguf", "--max-num-seqs", "2"])
+    assert unknown.returncode == 1
+    assert "error: invalid argument: --max-num-seqs" in unknown.stderr
+    # The draft-size flag the adapter used before this llama.cpp release renamed it.
+    removed = parse_with(llama_server, ["--model", "g.gguf", "--draft-max", "3"])
+    assert removed.returncode == 1 and "the argument has been removed" in removed.stderr
+    wrong = parse_with(llama_server, ["--model", "g.gguf", "--cache-type-k", "fp8"])
+    assert wrong.returncode == 1 and "Unsupported cache type: fp8" in wrong.stderr
+
+
+def test_the_runners_probe_reads_the_pinned_binarys_version(llama_server):
+    done = subprocess.run(
+        [str(llama_server), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    version = parse_llama_server_version(done.stdout + done.stderr)
+    assert version is not None and "commit unknown" not in version, done.stderr

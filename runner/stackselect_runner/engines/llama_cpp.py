@@ -7,8 +7,13 @@ llama-server flags from ggml-org/llama.cpp tools/server/README.md: -m, --host, -
 -c/--ctx-size (shared by all slots), -np/--parallel (slots), -b/--batch-size, --cont-batching,
 -ngl/--n-gpu-layers, -sm/--split-mode (layer: pipelined, row: weights split across GPUs),
 -ctk/-ctv (KV types f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1),
---cache-prompt/--no-cache-prompt, -md/--model-draft, --draft-max, -t/-tb (threads). Readiness
-is GET /health (503 while the model loads).
+--cache-prompt/--no-cache-prompt, -md/--model-draft, -t/-tb (threads). Readiness is GET /health
+(503 while the model loads). Draft-model speculation takes the names of the llama.cpp that
+llama-cpp-python 0.3.36 vendors (its common/arg.cpp): --spec-type draft-simple (without it the
+draft model is loaded but no speculator is enabled) and --spec-draft-n-max. That release refuses
+the older --draft-max ("the argument has been removed"); builds from before the rename refuse
+the new names. tests/runner/test_engine_adapters_flags.py runs that build's own parser on the
+commands built here.
 
 llama-cpp-python flags are its ModelSettings/ServerSettings field names (abetlen/llama-cpp-python
 llama_cpp/server/settings.py, turned into `--<field>` by llama_cpp/server/cli.py): --model,
@@ -117,7 +122,8 @@ def llama_server_command(settings: StackSettings, launch: LaunchSpec) -> list[st
     flags.add("--cache-type-k", kv_type).add("--cache-type-v", kv_type)
     flags.switch("--cache-prompt", "--no-cache-prompt", settings.prefix_caching)
     if spec is not None:
-        flags.add("--model-draft", spec.draft_model).add("--draft-max", spec.num_tokens)
+        flags.add("--model-draft", spec.draft_model).add("--spec-type", "draft-simple")
+        flags.add("--spec-draft-n-max", spec.num_tokens)
     threads = thread_count()
     return flags.add("--threads", threads).add("--threads-batch", threads)
 
