@@ -6,13 +6,16 @@ PORT ?= 8000
 VAR := var
 # llama.cpp's own server, built from the llama.cpp source the pinned llama-cpp-python sdist
 # vendors (requirements/dev.lock, hash-checked by pip); the tests run its argument parser on the
-# adapter's commands. Not put on PATH: the runner prefers a llama-server it finds there.
-LLAMA_SERVER := $(BIN)/llama-server
+# adapter's commands. Kept out of .venv/bin, so never on PATH (an activated venv included): the
+# runner prefers a llama-server it finds there, and tests/llamacpp runs llama-cpp-python.
+LLAMA_SERVER := $(VENV)/libexec/llama-server
 LLAMA_SERVER_CACHE := $(VENV)/cache/llama-server
-# Portable x86-64 code: with -march=native on an AMX CPU, ggml's AMX path segfaults. No web UI
-# (its assets are not in the sdist and would come from Hugging Face), no OpenSSL, no downloads.
-LLAMA_SERVER_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-	-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+# ggml (in llama-cpp-python and llama-server) is compiled for AVX2 rather than this CPU: with
+# -march=native on a CPU with AMX, ggml repacks Q4_K weights for AMX and the first completion
+# segfaults.
+GGML_PORTABLE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# No web UI (its assets are not in the sdist and would come from Hugging Face), no OpenSSL.
+LLAMA_SERVER_CMAKE_ARGS := -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF $(GGML_PORTABLE) \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
 	-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
 	-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
@@ -34,12 +37,8 @@ $(VENV)/.installed-base: requirements/base.lock domain/pyproject.toml runner/pyp
 	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@
 
-# The test engine (llama-cpp-python) is compiled for AVX2 rather than this CPU: with -march=native
-# on a CPU with AMX, ggml repacks Q4_K weights for AMX and the first completion segfaults.
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-
 $(VENV)/.installed-dev: requirements/dev.lock domain/pyproject.toml runner/pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --require-hashes -r requirements/dev.lock
+	CMAKE_ARGS="$(GGML_PORTABLE)" $(BIN)/pip install -q --require-hashes -r requirements/dev.lock
 	$(BIN)/pip install -q --no-deps -e domain -e runner
 	touch $@ $(VENV)/.installed-base
 
@@ -79,7 +78,7 @@ $(LLAMA_SERVER): $(LLAMA_SERVER_CACHE)/requirement.txt | $(BIN)/python
 		--build $(LLAMA_SERVER_CACHE)/build --target llama-server -j 2 \
 		> $(LLAMA_SERVER_CACHE)/build.log 2>&1 || { tail -n 30 $(LLAMA_SERVER_CACHE)/build.log; exit 1; }
 	$(LLAMA_SERVER_CACHE)/build/bin/llama-server --version
-	install -m 755 $(LLAMA_SERVER_CACHE)/build/bin/llama-server $@
+	install -D -m 755 $(LLAMA_SERVER_CACHE)/build/bin/llama-server $@
 	rm -rf $(LLAMA_SERVER_CACHE)/src $(LLAMA_SERVER_CACHE)/build
 
 llama-server: $(LLAMA_SERVER)

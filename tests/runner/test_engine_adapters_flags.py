@@ -264,11 +264,11 @@ LLAMA_SERVER_STACKS: dict[str, dict[str, Any]] = {
 @pytest.fixture(scope="module")
 def llama_server() -> Path:
     """The llama-server `make` builds from the pinned sdist: $STACKSELECT_LLAMA_SERVER (the
-    Makefile's TEST_ENV names it), else .venv/bin/llama-server; never one found on PATH, which
+    Makefile's TEST_ENV names it), else .venv/libexec/llama-server; never one found on PATH, which
     could be any build. Missing, the test fails under `make` or CI and skips only on a bare
     pytest run where `make llama-server` has not run yet."""
     named = os.environ.get(LLAMA_SERVER_ENV)
-    path = Path(named) if named else Path(sys.prefix) / "bin" / "llama-server"
+    path = Path(named) if named else Path(sys.prefix) / "libexec" / "llama-server"
     if path.is_file() and os.access(path, os.X_OK):
         return path
     message = f"{path} is missing; `make llama-server` builds it"
