@@ -171,6 +171,18 @@ def prompt_scaled(step_time: StepTimeFactory, prefill: float) -> StepTimeFactory
     return provider
 
 
+def _reused(step_time: StepTimeFactory) -> StepTimeFactory:
+    built: dict[tuple[int, float], StepTimeProvider] = {}
+
+    def provider(decode_batch: int, context: float) -> StepTimeProvider:
+        key = (decode_batch, context)
+        if key not in built:
+            built[key] = step_time(decode_batch, context)
+        return built[key]
+
+    return provider
+
+
 def calibrated_latency(
     stack: StackInputs,
     choice: CalibratedChoice,
@@ -185,6 +197,7 @@ def calibrated_latency(
     decode step from the base provider's, x the TPOT correction."""
     correction = choice.correction(stack, isl=isl, concurrency=concurrency)
     shared = {**stack.replica(), "isl": isl, "osl": osl, "concurrency": concurrency}
+    step_time = _reused(step_time)  # both estimates ask for the same loads: build each once
     plain = estimate_latency(**shared, step_time=step_time)
     scaled = estimate_latency(**shared, step_time=prompt_scaled(step_time, correction.prefill))
     latency = replace(
