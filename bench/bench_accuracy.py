@@ -15,7 +15,7 @@ The catalog comes from fixtures/catalog (no database). `--write-bands` stores ea
 10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates
 show next to their figures, and the fitted forms and factors in
 apps/selections/data/published_factors.json, the record of the fit those bands were measured
-with, which the app's calibrated method reads (apps/selections/calibrated_method.py).
+with.
 """
 
 from __future__ import annotations

@@ -30,12 +30,9 @@ Fitting skips every row of the held-out split (apps/catalog/published_sample.hel
 any arithmetic, so perturbing one cannot move a factor or a form
 (tests/selections/test_published_calibration.py checks that).
 
-The accuracy benchmark (bench/bench_accuracy.py --write-bands) fits the factors and writes them
-to data/published_factors.json with the error bands they were measured with; the app reads that
-file (`stored_calibrations`, read once) and corrects the figures of a stack the factors cover
-with the same `Calibration.correction` (calibrated_method.py), so the bench and the app share
-one fit and one arithmetic. The rounds describe a published benchmark's run, not a served
-stack; the app does not apply them.
+The calibrated method is the accuracy benchmark's (bench/bench_accuracy.py): its rounds and
+overhead describe a published benchmark's TTFT, not a step. The fitted factors are written to
+data/published_factors.json as the record of the fit the stored error bands were measured with.
 """
 
 from __future__ import annotations
@@ -47,7 +44,6 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
 from pathlib import Path
 
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
@@ -69,36 +65,17 @@ MAX_ROWS_PER_KEY = 100  # fitting rows per engine, spread over the engine's rows
 CV_FOLDS = 4
 TPOT_SLOPES = tuple(k / 40 for k in range(-8, 9))  # -0.2 .. 0.2
 
-
-# Overhead scale of a row (or of a served stack, calibrated_method.py) under each TTFT form: the
-# fitted overhead is in ms at scale 1 (10 B active parameters, or a 1,000-token prompt).
-@dataclass(frozen=True)
-class OverheadBasis:
-    """What an overhead form may grow with: the model's active parameters (billions), the GPUs
-    of one replica and the prompt's tokens."""
-
-    params_active_b: float
-    gpus: int
-    isl: int
-
-    @classmethod
-    def of_row(cls, context: RowContext) -> OverheadBasis:
-        return cls(context.model.params_active_b, context.parallelism().gpus, context.row.isl)
-
-
-OVERHEAD_FORMS: dict[str, Callable[[OverheadBasis], float]] = {
-    "constant": lambda basis: 1.0,
-    "sqrt_active_params": lambda basis: math.sqrt(basis.params_active_b / 10),
-    "active_params": lambda basis: basis.params_active_b / 10,
-    "active_params_per_gpu": lambda basis: basis.params_active_b / 10 / basis.gpus,
-    "prompt_tokens": lambda basis: basis.isl / 1000,
+# Overhead scale of a row under each TTFT form: the fitted overhead is in ms at scale 1
+# (10 B active parameters, or a 1,000-token prompt).
+OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
+    "constant": lambda context: 1.0,
+    "sqrt_active_params": lambda context: math.sqrt(context.model.params_active_b / 10),
+    "active_params": lambda context: context.model.params_active_b / 10,
+    "active_params_per_gpu": lambda context: (
+        context.model.params_active_b / 10 / context.parallelism().gpus
+    ),
+    "prompt_tokens": lambda context: context.row.isl / 1000,
 }
-
-
-def _overhead_scale(form: str, context: RowContext) -> float:
-    return OVERHEAD_FORMS[form](OverheadBasis.of_row(context))
-
-
 TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "base",
     "engine",
@@ -109,7 +86,7 @@ TPOT_FORMS = (TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE)
 # Which rows share factors, most specific key first (a key with fewer than MIN_ROWS fitting
 # rows is not fitted, so its rows use the next).
 KEYS_ENGINE, KEYS_ENGINE_FAMILY = "engine", "engine_family"
-KEY_FORMS: dict[str, Callable[[Sample | _Keyed], tuple[tuple[str, ...], ...]]] = {
+KEY_FORMS: dict[str, Callable[[Sample], tuple[tuple[str, ...], ...]]] = {
     KEYS_ENGINE: lambda sample: ((sample.engine,), ()),
     KEYS_ENGINE_FAMILY: lambda sample: ((sample.engine, sample.family), (sample.engine,), ()),
 }
@@ -176,55 +153,11 @@ class Calibration:
     cross_validation: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def ttft_factors(self, sample: Sample) -> StepFactors:
-        return self.ttft_entry(sample.engine, sample.family)[1]
+        return _most_specific(self.ttft, KEY_FORMS[self.ttft_keys](sample), StepFactors())
 
     def tpot_factors(self, sample: Sample) -> TpotFactors:
-        return self.tpot_entry(sample.engine, sample.family)[1]
-
-    def ttft_entry(self, engine: str, family: str) -> tuple[tuple[str, ...], StepFactors]:
-        """The key whose TTFT factors apply to an engine (the sample's backend name) on an
-        accelerator family, and those factors; key () is the overall fallback."""
-        keys = KEY_FORMS[self.ttft_keys](_Keyed(engine, family))
-        return _most_specific(self.ttft, keys, StepFactors())
-
-    def tpot_entry(self, engine: str, family: str) -> tuple[tuple[str, ...], TpotFactors]:
-        keys = KEY_FORMS[KEYS_ENGINE_FAMILY](_Keyed(engine, family))  # a table per engine has
-        return _most_specific(self.tpot, keys, TpotFactors())  # no family keys
-
-    def correction(
-        self, *, engine: str, family: str, basis: OverheadBasis, concurrency: int
-    ) -> Correction:
-        """The fitted factors for one engine, family and load: what the bench's rows and the
-        app's stacks (calibrated_method.py) are corrected with."""
-        ttft_key, factors = self.ttft_entry(engine, family)
-        tpot_key, tpot = self.tpot_entry(engine, family)
-        return Correction(
-            prefill=factors.prefill,
-            rounds=factors.rounds,
-            ttft_overhead_ms=factors.ttft_overhead_ms * OVERHEAD_FORMS[self.ttft_form](basis),
-            tpot_scale=tpot.scale(concurrency),
-            ttft_key=ttft_key,
-            tpot_key=tpot_key,
-            ttft_rows=factors.rows,
-            tpot_rows=tpot.rows,
-        )
-
-    @classmethod
-    def from_dict(cls, method: str, data: dict) -> Calibration:
-        """A calibration as as_dict stored it (data/published_factors.json)."""
-
-        def key(text: str) -> tuple[str, ...]:
-            return tuple(text.split("|")) if text else ()
-
-        return cls(
-            method=method,
-            ttft_form=data["ttft_form"],
-            ttft_keys=data["ttft_keys"],
-            tpot_form=data["tpot_form"],
-            ttft={key(k): StepFactors(**v) for k, v in data["ttft"].items()},
-            tpot={key(k): TpotFactors(**v) for k, v in data["tpot"].items()},
-            cross_validation=data.get("cross_validation", {}),
-        )
+        keys = KEY_FORMS[KEYS_ENGINE_FAMILY](sample)  # a table per engine has no family keys
+        return _most_specific(self.tpot, keys, TpotFactors())
 
     def as_dict(self) -> dict:
         return {
@@ -242,54 +175,24 @@ class Calibration:
         """The row's calibrated TTFT and TPOT; `base` is the base method's own prediction of it
         (predict_row), whose TPOT the correction scales (the prompt factor would otherwise drag
         TPOT along through mixed steps)."""
-        context = sample.context
-        correction = self.correction(
-            engine=sample.engine,
-            family=sample.family,
-            basis=OverheadBasis.of_row(context),
-            concurrency=context.per_rank_concurrency,
-        )
-        provider = CalibratedStepTime(sample.provider, correction.prefill)
-        simulated = simulate_row(provider, context).over_rounds(correction.rounds)
+        factors = self.ttft_factors(sample)
+        provider = CalibratedStepTime(sample.provider, factors.prefill)
+        simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
+        overhead = factors.ttft_overhead_ms * OVERHEAD_FORMS[self.ttft_form](sample.context)
+        scale = self.tpot_factors(sample).scale(sample.context.per_rank_concurrency)
         return replace(
             base,
-            ttft_ms=simulated.ttft_ms + correction.ttft_overhead_ms,
-            tpot_ms=base.tpot_ms * correction.tpot_scale,
+            ttft_ms=simulated.ttft_ms + overhead,
+            tpot_ms=base.tpot_ms * scale,
             method=METHOD_CALIBRATED,
         )
 
 
 def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
-    """(key, entry) of the first key the table holds, else ((), default)."""
     for key in keys:
         if key in table:
-            return key, table[key]
-    return (), default
-
-
-@dataclass(frozen=True)
-class _Keyed:
-    """What the key forms read of a sample: its engine and accelerator family."""
-
-    engine: str
-    family: str
-
-
-@dataclass(frozen=True)
-class Correction:
-    """The fitted factors one row or stack gets: prompt steps x `prefill`, the benchmark's
-    `rounds` per client, `ttft_overhead_ms` (already scaled by the TTFT form) added to TTFT and
-    the base TPOT x `tpot_scale`; the keys they were fitted under (() is the overall fallback)
-    with their fitting rows."""
-
-    prefill: float
-    rounds: int
-    ttft_overhead_ms: float
-    tpot_scale: float
-    ttft_key: tuple[str, ...]
-    tpot_key: tuple[str, ...]
-    ttft_rows: int
-    tpot_rows: int
+            return table[key]
+    return default
 
 
 @dataclass(frozen=True)
@@ -394,8 +297,9 @@ def _keyed(rows: Sequence[_Fitting], keys: Callable[[Sample], Sequence[tuple[str
 def _ttft_table(
     rows: Sequence[_Fitting], form: str, keys: str
 ) -> dict[tuple[str, ...], StepFactors]:
+    scale = OVERHEAD_FORMS[form]
     return {
-        key: _fit_ttft(members, [_overhead_scale(form, m.sample.context) for m in members])
+        key: _fit_ttft(members, [scale(m.sample.context) for m in members])
         for key, members in sorted(_keyed(rows, KEY_FORMS[keys]).items())
     }
 
@@ -426,6 +330,7 @@ def _cv_ttft(rows: Sequence[_Fitting], form: str, keys: str) -> float | None:
     """Pooled TTFT MdAPE (%) of an overhead form and key choice, each fold predicted by factors
     fitted on the other folds' groups (a fold with nothing to fit on predicts nothing)."""
     pairs = []
+    scale = OVERHEAD_FORMS[form]
     for train, test in _folds(rows):
         calibration = Calibration(
             "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys)
@@ -434,7 +339,7 @@ def _cv_ttft(rows: Sequence[_Fitting], form: str, keys: str) -> float | None:
             factors = calibration.ttft_factors(row.sample)
             p_index = PREFILL_GRID.index(factors.prefill)
             r_index = ROUND_CHOICES.index(factors.rounds)
-            overhead = factors.ttft_overhead_ms * _overhead_scale(form, row.sample.context)
+            overhead = factors.ttft_overhead_ms * scale(row.sample.context)
             pairs.append((row.ttft_grid[p_index][r_index] + overhead, row.measured[0]))
     return _mdape(pairs)
 
@@ -491,39 +396,10 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     )
 
 
-def write_calibrations(
-    calibrations: Sequence[Calibration], *, measured_on: str, path: Path = FACTORS_FILE
-) -> None:
-    """Store the fitted forms and factors (bench/bench_accuracy.py --write-bands), which the
-    app reads back (stored_calibrations)."""
+def write_calibrations(calibrations: Sequence[Calibration], *, measured_on: str) -> None:
+    """Store the fitted forms and factors (bench/bench_accuracy.py --write-bands)."""
     data = {
         "measured_on": measured_on,
         "methods": {calibration.method: calibration.as_dict() for calibration in calibrations},
     }
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    stored_calibrations.cache_clear()
-
-
-@dataclass(frozen=True, eq=False)
-class StoredCalibrations:
-    """The fit the bench stored: when, and each base method's calibration (hashed by identity:
-    one object per read of the file)."""
-
-    measured_on: str
-    methods: dict[str, Calibration]
-    source: str = "apps/selections/data/published_factors.json"
-
-
-@cache
-def stored_calibrations(path: Path = FACTORS_FILE) -> StoredCalibrations:
-    """The calibrations the accuracy benchmark fitted and stored, read once per process (the
-    file changes only when the bench rewrites it, with the bands); empty when there is none."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return StoredCalibrations("", {})
-    methods = {
-        method: Calibration.from_dict(method, entry)
-        for method, entry in data.get("methods", {}).items()
-    }
-    return StoredCalibrations(data.get("measured_on", ""), methods)
+    FACTORS_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

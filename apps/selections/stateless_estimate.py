@@ -4,9 +4,7 @@ The analytic figures (one typical request at the given concurrency, no queueing)
 answered. With a `concurrency` (closed loop) or a `rate_rps` (open loop, Poisson) the
 continuous-batching simulator runs the replica to a steady state on the same step-time
 provider, and its means and percentiles become the answer, with whether the run was
-stationary. Where the factors the accuracy benchmark fitted on published rows cover the stack
-(calibrated_method.py), the figures are the calibrated method's; otherwise the provider's, with
-the reason. Every answer names its method and carries an error band per metric (null with the
+stationary. Every answer names its method and carries an error band per metric (null with the
 reason until held-out accuracy is measured) and the nearest published measurements.
 """
 
@@ -15,17 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED, StepTimeProvider
+from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED
 from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
 
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
-from apps.selections.calibrated_method import (
-    CalibratedChoice,
-    calibrated_choice,
-    calibrated_latency,
-    calibrated_record,
-    fallback_note,
-)
 from apps.selections.candidates.capacity import FALLBACK_FRACTION, memory_rule
 from apps.selections.catalog_adapter import (
     FALLBACK_BATCHED_TOKENS,
@@ -41,17 +32,14 @@ from apps.selections.error_bands import error_bands
 from apps.selections.estimator import (
     MEMORY_BASIS_TOTAL,
     Parallelism,
-    StepTimeFactory,
     estimate_latency,
     estimate_memory,
     kv_bytes_per_token,
-    largest_meeting,
     max_concurrency_at_tpot,
 )
-from apps.selections.published_calibration import CalibratedStepTime
 from apps.selections.published_nearest import estimate_published
-from apps.selections.simulator import EngineConfig, Percentiles
-from apps.selections.steady_state import MIN_STEADY_REQUESTS, SteadyRun, steady_run
+from apps.selections.simulator import EngineConfig
+from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_run
 from apps.selections.steptime_providers import (
     StackInputs,
     method_note,
@@ -96,8 +84,7 @@ def stateless_estimate(
     """
     spec = ModelSpec.objects.get(slug=model)
     arch = model_arch(spec)
-    accelerator_row = Accelerator.objects.get(slug=accelerator)
-    accel = accelerator_spec(accelerator_row)
+    accel = accelerator_spec(Accelerator.objects.get(slug=accelerator))
     kv_dtype = kv_dtype or default_kv_dtype(spec)
     if dp is not None and dp * tp != gpu_count:
         raise ValueError("dp: tp x dp must equal gpu_count")
@@ -114,7 +101,6 @@ def stateless_estimate(
         backend=backend or None,
         catalog_model=spec,
         accelerator_slug=accelerator,
-        accelerator_family=accelerator_row.family,
     )
     rule = memory_rule(release) if release else None
     shared = {**stack.replica(), "isl": isl, "osl": osl}
@@ -124,22 +110,7 @@ def stateless_estimate(
         memory_basis=rule.basis if rule else MEMORY_BASIS_TOTAL,
     )
     factory = step_time_factory(stack)
-    provider = factory(concurrency or 1, isl + osl / 2)
-    # The calibrated method where the stored factors cover the stack over its provider's method
-    choice = calibrated_choice(stack, provider.method)
-    note = method_note(stack)
-    load = concurrency or 1
-    if choice.applies:
-        latency, correction = calibrated_latency(
-            stack, choice, isl=isl, osl=osl, concurrency=load, step_time=factory
-        )
-        analytic_record = calibrated_record(
-            choice, correction, NATURE_ANALYTIC, concurrency=load, base=provider
-        )
-    else:
-        latency = estimate_latency(**shared, concurrency=load, step_time=factory)
-        note = fallback_note(note, choice)
-        analytic_record = method_record(provider, NATURE_ANALYTIC, note)
+    latency = estimate_latency(**shared, concurrency=concurrency or 1, step_time=factory)
     analytic = {
         "ttft_ms": latency.ttft_ms,
         "tpot_ms": latency.tpot_ms,
@@ -147,8 +118,12 @@ def stateless_estimate(
     }
     max_concurrency = None
     if tpot_ms is not None:
-        max_concurrency = _max_concurrency(stack, choice, shared, tpot_ms, factory)
-    analytic["method_label"] = analytic_record["label"]
+        max_concurrency = max_concurrency_at_tpot(
+            target_tpot_ms=tpot_ms, **shared, step_time=factory
+        )
+    provider = factory(concurrency or 1, isl + osl / 2)
+    note = method_note(stack)
+    analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
     answer: dict[str, Any] = {
         "memory_method": MEMORY_METHOD,
         "weights_gb_per_gpu": memory.weights_gb_per_gpu,
@@ -164,7 +139,7 @@ def stateless_estimate(
         "step_time_basis": engine_profile(engine).basis,
         "analytic": analytic,
         **{metric: analytic[metric] for metric in METRICS},
-        **_method(analytic_record),
+        **_method(method_record(provider, NATURE_ANALYTIC, note)),
         "percentiles": None,
         "stationary": None,
         "stationarity": None,
@@ -212,93 +187,10 @@ def stateless_estimate(
         answer["throughput_rps"] = summary.throughput_rps
         answer["stationary"] = run.stationarity.stationary
         answer["stationarity"] = run.stationarity.reason
-        if choice.applies:
-            scaled = steady_run(
-                workload,
-                n=MIN_STEADY_REQUESTS,
-                seed=ESTIMATE_SEED,
-                step_time=CalibratedStepTime(provider, correction.prefill),
-                config=config,
-                slo=None,
-                rate_rps=rate_rps,
-                concurrency=concurrency,
-            )
-            answer.update(
-                _calibrated_simulation(stack, choice, run, scaled, provider, isl=isl, osl=osl)
-            )
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
     answer["error_band"] = error_bands(answer["method"], METRICS)
     return answer
-
-
-def _max_concurrency(
-    stack: StackInputs,
-    choice: CalibratedChoice,
-    shared: dict[str, Any],
-    target_tpot_ms: float,
-    factory: StepTimeFactory,
-) -> int:
-    """The largest concurrency whose analytic TPOT meets the target, by the estimate's method
-    (the calibrated TPOT grows with the fitted concurrency slope)."""
-    if not choice.applies:
-        return max_concurrency_at_tpot(target_tpot_ms=target_tpot_ms, **shared, step_time=factory)
-    upper = estimate_memory(**shared).max_concurrent_sequences
-
-    def meets(concurrency: int) -> bool:
-        latency, _ = calibrated_latency(
-            stack,
-            choice,
-            isl=shared["isl"],
-            osl=shared["osl"],
-            concurrency=concurrency,
-            step_time=factory,
-        )
-        return latency.tpot_ms <= target_tpot_ms
-
-    return largest_meeting(meets, upper)
-
-
-def _shifted(figures: Percentiles | None, *, add: float = 0.0, times: float = 1.0):
-    if figures is None:
-        return None
-    return {name: value * times + add for name, value in asdict(figures).items()}
-
-
-def _calibrated_simulation(
-    stack: StackInputs,
-    choice: CalibratedChoice,
-    base: SteadyRun,
-    scaled: SteadyRun,
-    provider: StepTimeProvider,
-    *,
-    isl: int,
-    osl: int,
-) -> dict[str, Any]:
-    """The simulated answer corrected as the bench corrects a row: TTFT from the run on
-    prompt steps x prefill, plus the overhead; TPOT from the base provider's run x the TPOT
-    correction at the base run's load (its clients, or by Little's law its mean in flight);
-    E2E is TTFT + (osl - 1) x TPOT (two runs: no per-request E2E, so no E2E percentiles);
-    throughput_rps stays the base run's (the factors correct latencies, not capacity)."""
-    summary = base.summary
-    in_flight = (summary.throughput_rps or 0.0) * (summary.e2e_ms.mean if summary.e2e_ms else 0.0)
-    load = base.concurrency or max(1, round(in_flight / 1e3))
-    correction = choice.correction(stack, isl=isl, concurrency=load)
-    ttft = _shifted(scaled.summary.ttft_ms, add=correction.ttft_overhead_ms)
-    tpot = _shifted(summary.tpot_ms, times=correction.tpot_scale)
-    e2e = ttft["mean"] + tpot["mean"] * max(osl - 1, 0) if ttft and tpot else None
-    unsettled = next((r for r in (base, scaled) if not r.stationarity.stationary), None)
-    return {
-        **_method(
-            calibrated_record(choice, correction, NATURE_SIMULATED, concurrency=load, base=provider)
-        ),
-        "ttft_ms": ttft["mean"] if ttft else None,
-        "tpot_ms": tpot["mean"] if tpot else None,
-        "e2e_ms": e2e,
-        "percentiles": {"ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": None},
-        "stationary": unsettled is None,
-        "stationarity": (unsettled or base).stationarity.reason,
-    }
 
 
 def _method(record: dict[str, str]) -> dict[str, str]:

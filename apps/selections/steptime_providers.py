@@ -47,9 +47,6 @@ class StackInputs:
     # without them only the roofline answers.
     catalog_model: ModelSpec | None = field(default=None, compare=False)
     accelerator_slug: str = ""
-    # The accelerator's catalog family (hopper, blackwell, ...), for factors fitted per engine
-    # and family (calibrated_method.py).
-    accelerator_family: str = ""
 
     def replica(self) -> dict[str, Any]:
         """The estimator's keyword arguments that describe this replica."""

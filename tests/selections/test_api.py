@@ -290,15 +290,13 @@ def test_the_estimate_answers_an_8x_h200_sglang_stack_from_aiconfigurators_kerne
     sglang = _post(alice_client, "/api/v1/estimate/", {**H200_STACK, "engine": "sglang"}).json()
     lmdeploy = _post(alice_client, "/api/v1/estimate/", {**H200_STACK, "engine": "lmdeploy"})
 
-    # AIConfigurator's kernel data, corrected by the factors fitted on published SGLang rows
-    assert (sglang["method"], sglang["nature"]) == ("calibrated", "simulated")
-    assert sglang["method_label"].startswith("calibrated (AIConfigurator x factors fitted on")
-    assert sglang["method_label"].endswith("published sglang rows), simulated")
+    assert (sglang["method"], sglang["nature"]) == ("aiconfigurator", "simulated")
+    assert sglang["method_label"] == "aiconfigurator, simulated"
     assert "AIConfigurator" in sglang["method_note"] and "sglang" in sglang["method_note"]
     assert sglang["stationary"] is True, sglang["stationarity"]
-    for metric in ("ttft", "tpot"):  # the band of the calibrated method's held-out errors
+    for metric in ("ttft", "tpot"):  # the band of AIConfigurator's own held-out errors
         band = sglang["error_band"][f"{metric}_ms"]
-        assert band["rows"] == error_band("calibrated", metric).rows
+        assert band["rows"] == error_band("aiconfigurator", metric).rows
     # An engine AIConfigurator does not model falls back to the roofline, and says why.
     other = lmdeploy.json()
     assert other["method"] == "roofline"

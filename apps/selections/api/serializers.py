@@ -606,9 +606,7 @@ class EstimateOutputSerializer(serializers.Serializer):
     fits = serializers.BooleanField()
     fit_reason = serializers.CharField()
     method = serializers.CharField(
-        help_text="The method: roofline, aiconfigurator, or calibrated (one of them corrected "
-        "by the factors fitted on published rows outside the held-out split, where they cover "
-        "the stack); its error band applies."
+        help_text="The step-time provider: roofline, aiconfigurator, ..."
     )
     nature = serializers.ChoiceField(
         choices=["simulated", "analytic"],
@@ -617,8 +615,7 @@ class EstimateOutputSerializer(serializers.Serializer):
     method_label = serializers.CharField()
     method_note = serializers.CharField(
         help_text="Why this method: the AIConfigurator database version that answered, or why "
-        "AIConfigurator did not cover the stack and the roofline answered; the calibrated "
-        "factors applied, or why the stack is not calibrated."
+        "AIConfigurator did not cover the stack and the roofline answered."
     )
     step_time_basis = serializers.CharField(help_text="Where the engine's step factors come from.")
     engine = serializers.CharField(allow_null=True)

@@ -10,11 +10,7 @@ Two comparisons, each with one method, listed one after the other:
 2. Every other kept stack is ranked after them by the analytic estimate on the roofline (one
    typical request at the largest concurrency meeting the SLO, no queueing): "analytic". The
    roofline answers for every stack alike here: AIConfigurator's milliseconds per step over
-   a thousand stacks would take minutes. Where the stored calibration covers the stack
-   (calibrated_method.py: its engine and accelerator measured by the published rows the
-   factors were fitted on, no team factors for it), the analytic figures are the calibrated
-   method's, named so; elsewhere the roofline's, with the note saying why not calibrated.
-   The simulated comparison keeps its provider (SIMULATED_UNCALIBRATED says why).
+   a thousand stacks would take minutes.
 
 Simulating every distinct replica of a whole-catalog goal (hundreds) takes minutes, so only the
 leaders are simulated; a row says which comparison it is in and the method of every figure.
@@ -34,21 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackselect_domain.slo import judge
-from stackselect_domain.steptime import (
-    METHOD_ROOFLINE,
-    NATURE_ANALYTIC,
-    NATURE_SIMULATED,
-    StepTimeProvider,
-)
+from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED, StepTimeProvider
 
 from apps.catalog.choices import ProjectStatus
-from apps.selections.calibrated_method import (
-    CalibratedChoice,
-    calibrated_choice,
-    calibrated_latency,
-    calibrated_record,
-    fallback_note,
-)
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Stack, Verdict
@@ -71,12 +55,6 @@ from apps.selections.steptime_providers import (
 )
 
 SIMULATE_TOP = 8
-# Why the simulated comparison of a stack the calibration covers keeps its base provider.
-SIMULATED_UNCALIBRATED = (
-    "not calibrated: the fitted factors correct a fixed-concurrency benchmark's mean TTFT and "
-    "TPOT (the analytic order uses them), while the max-rate search judges every simulated "
-    "request against the SLO on the provider's own step times"
-)
 CURVE_TOP = 3
 SIM_REQUESTS = MIN_STEADY_REQUESTS
 SIM_SEED = 20_260_101
@@ -127,7 +105,6 @@ class Ranker:
         self.sim_requests = sim_requests
         self._throughput: dict[tuple, Throughput] = {}
         self._simulated: dict[tuple, dict] = {}
-        self._calibrated: dict[tuple, CalibratedChoice] = {}
 
     def efficiency(self, stack: Stack) -> Efficiency | None:
         """Factors fitted on the team's runs for this accelerator and engine, if any."""
@@ -146,7 +123,6 @@ class Ranker:
             backend=stack.backend.slug if stack.backend else None,
             catalog_model=goal.model,
             accelerator_slug=stack.accelerator.slug,
-            accelerator_family=stack.accelerator.family,
         )
 
     def _memory(self, stack: Stack) -> MemoryEstimate:
@@ -154,40 +130,14 @@ class Ranker:
         assert isinstance(memory, MemoryEstimate), "kept stacks always have a memory estimate"
         return memory
 
-    def calibration(self, stack: Stack) -> CalibratedChoice:
-        """Whether the stored calibration covers the stack over the analytic order's roofline
-        (calibrated_method.py); one answer per replica."""
-        key = self._replica_key(stack)
-        if key not in self._calibrated:
-            self._calibrated[key] = calibrated_choice(
-                self.inputs(stack),
-                METHOD_ROOFLINE,
-                team_factors=self.efficiency(stack) is not None,
-            )
-        return self._calibrated[key]
-
     def _latency(self, stack: Stack, concurrency: int) -> LatencyEstimate:
-        """The analytic figures by the calibrated method where it covers the stack, else by
-        the roofline (with the team's factors, when it has them)."""
         inputs = self.inputs(stack)
-        factory = step_time_factory(inputs, self.efficiency(stack), measured_kernels=False)
-        choice = self.calibration(stack)
-        if choice.applies:
-            latency, _ = calibrated_latency(
-                inputs,
-                choice,
-                isl=self.goal.isl,
-                osl=self.goal.osl,
-                concurrency=concurrency,
-                step_time=factory,
-            )
-            return latency
         return estimate_latency(
             **inputs.replica(),
             isl=self.goal.isl,
             osl=self.goal.osl,
             concurrency=concurrency,
-            step_time=factory,
+            step_time=step_time_factory(inputs, self.efficiency(stack), measured_kernels=False),
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
@@ -254,7 +204,7 @@ class Ranker:
         figures = self.throughput(stack)
         estimate = dict(verdict.estimate or {})
         provider = self._provider(stack, measured_kernels=False)
-        method = self._analytic_method(stack, provider, figures.concurrency)
+        method = method_record(provider, NATURE_ANALYTIC, self._note(stack, measured_kernels=False))
         if figures.latency is not None:
             latency = figures.latency
             estimate["latency"] = {
@@ -272,19 +222,6 @@ class Ranker:
         estimate["analytic_goodput_per_gpu_rps"] = per_gpu
         estimate["error_band"] = error_bands(method["method"])
         verdict.estimate = estimate
-
-    def _analytic_method(
-        self, stack: Stack, provider: StepTimeProvider, concurrency: int
-    ) -> dict[str, str]:
-        choice = self.calibration(stack)
-        note = self._note(stack, measured_kernels=False)
-        if not choice.applies:
-            return method_record(provider, NATURE_ANALYTIC, fallback_note(note, choice))
-        load = max(concurrency, 1)
-        correction = choice.correction(self.inputs(stack), isl=self.goal.isl, concurrency=load)
-        return calibrated_record(
-            choice, correction, NATURE_ANALYTIC, concurrency=load, base=provider
-        )
 
     def simulated(self, verdict: Verdict) -> dict:
         """The ranked figures of this stack's replica: the stationary max rate meeting the SLO,
@@ -309,10 +246,7 @@ class Ranker:
             tolerance=SEARCH_TOLERANCE,
             guess_rps=self.throughput(stack).replica_rps or None,
         )
-        note = self._note(stack, measured_kernels=True)
-        if self.calibration(stack).applies:
-            note += f"; {SIMULATED_UNCALIBRATED}"
-        method = method_record(provider, NATURE_SIMULATED, note)
+        method = method_record(provider, NATURE_SIMULATED, self._note(stack, measured_kernels=True))
         figures = {
             **method,
             "comparison": NATURE_SIMULATED,
