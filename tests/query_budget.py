@@ -10,10 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 
-def page_queries(client, name: str, *args: int) -> int:
+def page_queries(client, name: str, *args: Any, query: dict[str, Any] | None = None) -> int:
     """How many queries one GET of the named page reads (it must answer 200)."""
     with CaptureQueriesContext(connection) as captured:
-        answer = client.get(reverse(name, args=args))
+        answer = client.get(reverse(name, args=args), query or {})
     assert answer.status_code == 200, (name, answer.status_code)
     return len(captured)
 
@@ -23,3 +23,12 @@ def call_queries(call: Callable[..., Any], **kwargs: Any) -> int:
     with CaptureQueriesContext(connection) as captured:
         call(**kwargs)
     return len(captured)
+
+
+def queries_before_and_after(
+    measure: Callable[[], int], grow: Callable[[], Any]
+) -> tuple[int, int]:
+    """A page's queries with few rows, then after `grow` adds many: an N+1 makes them differ."""
+    before = measure()
+    grow()
+    return before, measure()
