@@ -15,7 +15,7 @@ from typing import Any
 
 from stackselect_domain.canonical import canonical_hash
 from stackselect_domain.slo import SLO
-from stackselect_domain.speculative import Speculative, SpeculativeError
+from stackselect_domain.speculative import Speculative
 from stackselect_domain.tuning import check_sweep_values
 from stackselect_domain.workload import (
     ClosedLoop,
@@ -37,6 +37,19 @@ SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
 # The name of an evaluation command registered on a runner (the form and the API check it too).
 EVALUATION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
+
+
+class PlanOptionError(ValueError):
+    """A plan option or load point refused; `field` is the form or API field it belongs to."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _refuse(where: str, problem: str) -> PlanOptionError:
+    """ "where: problem", filed under the top-level field of `where` (load_points[2].rate_rps)."""
+    return PlanOptionError(re.split(r"[.\[]", where, maxsplit=1)[0], f"{where}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -62,62 +75,51 @@ class PlanOptions:
     quality_probe: bool = True
     evaluation: str = ""
     # Speculative decoding for every candidate (stackselect_domain.speculative); None: off.
-    speculative: Speculative | Mapping[str, Any] | None = None
+    speculative: Speculative | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in PlanMode.values:
-            raise ValueError(f"mode: must be one of {', '.join(PlanMode.values)}")
+            raise _refuse("mode", f"must be one of {', '.join(PlanMode.values)}")
         if self.run_mode not in RunMode.values:
-            raise ValueError(f"run_mode: must be one of {', '.join(RunMode.values)}")
+            raise _refuse("run_mode", f"must be one of {', '.join(RunMode.values)}")
         _whole(self.seed, "seed", 0)
         _whole(self.request_count, "request_count", 1, MAX_REQUEST_COUNT)
         _whole(self.warmup_requests, "warmup_requests", 0, 1000)
         _whole(self.max_attempts, "max_attempts", 1, 10)
         _whole(self.max_probes, "max_probes", 1, MAX_LOAD_POINTS)
         if not self.measurement_window_s > 0:
-            raise ValueError("measurement_window_s: must be positive")
+            raise _refuse("measurement_window_s", "must be positive")
         if not 0 <= self.max_error_rate <= 1:
-            raise ValueError("max_error_rate: must be between 0 and 1")
+            raise _refuse("max_error_rate", "must be between 0 and 1")
         if not self.request_timeout_s > 0:
-            raise ValueError("request_timeout_s: must be positive")
+            raise _refuse("request_timeout_s", "must be positive")
         if self.endpoint not in ("completions", "chat"):
-            raise ValueError("endpoint: must be completions or chat")
+            raise _refuse("endpoint", "must be completions or chat")
         if self.tuning_values:
-            object.__setattr__(self, "tuning_values", check_sweep_values(self.tuning_values))
+            try:
+                values = check_sweep_values(self.tuning_values)
+            except ValueError as error:
+                raise PlanOptionError("tuning_values", str(error)) from error
+            object.__setattr__(self, "tuning_values", values)
         if self.evaluation and not EVALUATION_NAME.fullmatch(self.evaluation):
-            raise ValueError("evaluation: a name of letters, digits, '.', '_' or '-' (max 60)")
+            raise _refuse("evaluation", "a name of letters, digits, '.', '_' or '-' (max 60)")
         self._check_speculative()
 
     def _check_speculative(self) -> None:
-        spec = self.speculative
-        if spec is None:
-            return
-        if not isinstance(spec, Speculative):
-            try:
-                spec = Speculative.from_dict(spec)
-            except SpeculativeError as error:
-                where = f"speculative.{error.field}" if error.field else "speculative"
-                raise ValueError(f"{where}: {error.message}") from error
-            object.__setattr__(self, "speculative", spec)
-        if self.run_mode == RunMode.SIMULATED:
-            raise ValueError(
-                "speculative: the simulated engine does not model speculative decoding; "
-                "plan a measured run, or a dry run without it"
+        if self.speculative is not None and self.run_mode == RunMode.SIMULATED:
+            raise _refuse(
+                "speculative",
+                "the simulated engine does not model speculative decoding; "
+                "plan a measured run, or a dry run without it",
             )
-
-
-def error_field(message: str) -> str:
-    """The field a "field: problem" (or "field.part: problem") message names."""
-    head = message.split(":", 1)[0] if ":" in message else ""
-    return head.split(".", 1)[0].split("[", 1)[0].strip()
 
 
 def _whole(value: Any, field: str, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{field}: must be a whole number")
+        raise _refuse(field, "must be a whole number")
     if value < minimum or (maximum is not None and value > maximum):
         limit = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
-        raise ValueError(f"{field}: must be {limit}, got {value}")
+        raise _refuse(field, f"must be {limit}, got {value}")
     return value
 
 
@@ -147,20 +149,20 @@ def default_load_points(workload: Mapping[str, Any]) -> list[dict[str, Any]]:
 def normalise_load_points(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Validate and index load points; each has exactly one of rate_rps or concurrency."""
     if not points:
-        raise ValueError("load_points: give at least one load point")
+        raise _refuse("load_points", "give at least one load point")
     if len(points) > MAX_LOAD_POINTS:
-        raise ValueError(f"load_points: at most {MAX_LOAD_POINTS}")
+        raise _refuse("load_points", f"at most {MAX_LOAD_POINTS}")
     normalised = []
     for index, point in enumerate(points):
         where = f"load_points[{index}]"
         if not isinstance(point, Mapping) or ("rate_rps" in point) == ("concurrency" in point):
-            raise ValueError(f"{where}: needs exactly one of rate_rps or concurrency")
+            raise _refuse(where, "needs exactly one of rate_rps or concurrency")
         if "rate_rps" in point:
             rate = point["rate_rps"]
             if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
-                raise ValueError(f"{where}.rate_rps: must be a positive number")
+                raise _refuse(f"{where}.rate_rps", "must be a positive number")
             if not math.isfinite(rate):
-                raise ValueError(f"{where}.rate_rps: must be finite")
+                raise _refuse(f"{where}.rate_rps", "must be finite")
             normalised.append({"index": index, "rate_rps": float(rate)})
         else:
             concurrency = _whole(point["concurrency"], f"{where}.concurrency", 1, 100_000)
@@ -184,7 +186,10 @@ def request_schedule(workload: Workload, *, count: int, seed: int) -> list[dict[
 
 def search_slo(slo: Mapping[str, Any]) -> dict[str, Any]:
     """The selection's SLO with its defaults filled in; a search needs a latency target."""
-    return SLO.from_dict(slo, need_target=True).as_dict()
+    try:
+        return SLO.from_dict(slo, need_target=True).as_dict()
+    except ValueError as error:
+        raise PlanOptionError("slo", str(error)) from error
 
 
 def search_section(
@@ -203,11 +208,11 @@ def search_section(
     if mode != PlanMode.MAX_RATE_SEARCH:
         return None
     if any("rate_rps" not in point for point in load_points):
-        raise ValueError("load_points: a max-rate search takes rates, not concurrencies")
+        raise _refuse("load_points", "a max-rate search takes rates, not concurrencies")
     rates = sorted({point["rate_rps"] for point in load_points})
     if len(rates) < 2:
-        raise ValueError(
-            "load_points: a max-rate search needs two different rates to search between"
+        raise _refuse(
+            "load_points", "a max-rate search needs two different rates to search between"
         )
     low, high = rates[0], rates[-1]
     start = min(max(_three_significant(math.sqrt(low * high)), low), high)
@@ -264,7 +269,7 @@ def build_identity(
             "max_attempts": options.max_attempts,
         },
     }
-    if isinstance(options.speculative, Speculative):
+    if options.speculative is not None:
         identity["speculative"] = options.speculative.as_dict()
     return identity
 

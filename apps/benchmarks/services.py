@@ -19,6 +19,7 @@ from apps.benchmarks.dispatch import Fleet, attempt_dispatch, job_finish
 from apps.benchmarks.engine_spec import arch_for, job_engine, model_identity, model_store_key
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan
 from apps.benchmarks.plan_identity import (
+    PlanOptionError,
     PlanOptions,
     build_identity,
     default_load_points,
@@ -96,9 +97,10 @@ def _plan_documents(selection: Selection, options: PlanOptions) -> dict[str, Any
         )
         requests = request_schedule(workload, count=options.request_count, seed=options.seed)
         arch = arch_for(selection.model, selection.custom_model)
-    except ValueError as error:
-        field = str(error).split(":", 1)[0].split(".", 1)[0].split("[", 1)[0]
-        raise ValidationError({field or "workload": str(error)}) from error
+    except PlanOptionError as error:
+        raise ValidationError({error.field: str(error)}) from error
+    except ValueError as error:  # the selection's workload document itself
+        raise ValidationError({"workload": str(error)}) from error
     mean_context = workload.input_length.mean() + workload.output_length.mean() / 2
     return {
         "workload_class": plan_workload_class(workload),

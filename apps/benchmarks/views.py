@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -15,7 +15,7 @@ from apps.accounts.scoping import get_scoped_or_404
 from apps.benchmarks import services
 from apps.benchmarks.choices import JOB_TERMINAL
 from apps.benchmarks.forms import PlanForm
-from apps.benchmarks.plan_identity import default_load_points, error_field
+from apps.benchmarks.plan_identity import PlanOptionError, default_load_points
 from apps.benchmarks.search import search_view
 from apps.benchmarks.selectors import (
     job_attempts,
@@ -68,10 +68,9 @@ def plan_create(request: HttpRequest, selection_id: int) -> HttpResponse:
                 options=form.options(),
                 title=form.cleaned_data["title"],
             )
-        except (ValidationError, ValueError) as error:
-            if isinstance(error, ValueError):
-                field = error_field(str(error))
-                error = ValidationError({field or NON_FIELD_ERRORS: str(error)})
+        except (ValidationError, PlanOptionError) as error:
+            if isinstance(error, PlanOptionError):
+                error = ValidationError({error.field: str(error)})
             _add_errors(form, error)
         else:
             messages.success(request, f"Plan {plan.title} is dispatched.")

@@ -16,7 +16,7 @@ from stackselect_runner.engines import LaunchSpec, StackSettings, get_engine_ada
 
 from apps.audit.models import AuditEvent
 from apps.benchmarks.models import BenchmarkPlan
-from apps.benchmarks.plan_identity import PlanOptions
+from apps.benchmarks.plan_identity import PlanOptionError, PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.evidence.run_identity import runner_identity
 
@@ -38,7 +38,9 @@ FORM = {
 }
 
 
-def _plan(alice, acme, selection, **options):
+def _plan(alice, acme, selection, speculative: dict | None = None, **options):
+    if speculative is not None:
+        options["speculative"] = Speculative.from_dict(speculative)
     options = PlanOptions(request_count=4, load_points=({"rate_rps": 1.0},), **options)
     return plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=options)
 
@@ -239,8 +241,23 @@ def test_lmdeploy_speculating_plans_for_its_pytorch_engine_so_a_capture_limit_sw
     assert command[command.index("--cudagraph-capture-batch-sizes") + 1] == "1"
 
 
-def test_plan_options_refuse_bad_speculation_by_field_name():
-    with pytest.raises(ValueError, match=r"^speculative\.num_tokens: must be from 1 to 64"):
-        PlanOptions(speculative={"method": "ngram", "num_tokens": 100})
-    with pytest.raises(ValueError, match=r"^speculative: the simulated engine"):
-        PlanOptions(run_mode="simulated", speculative={"method": "ngram", "num_tokens": 2})
+def test_plan_options_refuse_speculation_on_a_dry_run_under_the_speculative_field():
+    with pytest.raises(PlanOptionError, match=r"^speculative: the simulated engine") as refused:
+        PlanOptions(run_mode="simulated", speculative=Speculative("ngram", 2))
+    assert refused.value.field == "speculative"
+
+
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"load_points": [{"rate_rps": 0.0}]}, "load_points"),
+        ({"load_mode": "max_rate_search", "load_points": [{"concurrency": 2}]}, "load_points"),
+        ({"tuning_sweep": True, "tuning_values": {"gpu_memory_fraction": []}}, "tuning_values"),
+    ],
+)
+def test_a_refused_plan_option_names_its_field_in_the_api(
+    alice_client, selection, options: dict, field: str
+):
+    response = _post(alice_client, selection, **options)
+    assert response.status_code == 400, response.content
+    assert set(response.json()) == {field}

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.accounts.permissions import TeamRolePermission
 from apps.benchmarks import services
 from apps.benchmarks.api.serializers import JobSerializer, PlanCreateIn, PlanSerializer
-from apps.benchmarks.plan_identity import PlanOptions, error_field
+from apps.benchmarks.plan_identity import PlanOptionError, PlanOptions
 from apps.benchmarks.selectors import jobs_of, plans_of
 from apps.core.request_context import request_team
 
@@ -34,9 +34,8 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         data.is_valid(raise_exception=True)
         try:
             options = PlanOptions(**data.plan_options())
-        except ValueError as error:
-            field = error_field(str(error))
-            raise ValidationError({field: str(error)} if field else str(error)) from error
+        except PlanOptionError as error:
+            raise ValidationError({error.field: str(error)}) from error
         plan = services.plan_create(
             actor_user=request.user,
             team=request_team(request),
