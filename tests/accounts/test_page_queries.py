@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Membership
-from apps.accounts.services import invitation_create
+from apps.accounts.services import api_token_create, invitation_create
+from apps.audit.services import Actor
 from tests.query_budget import page_queries, queries_before_and_after
 
 pytestmark = pytest.mark.django_db
@@ -31,4 +32,18 @@ def test_the_members_page_reads_as_many_queries_for_many_members_as_for_one(
         lambda: _members_and_invitations(alice, acme, 1, 20),
     )
     assert acme.memberships.count() == 22 and acme.invitations.count() == 21
+    assert many == one
+
+
+def test_the_profile_page_reads_as_many_queries_for_many_api_tokens_as_for_one(
+    alice_client, alice, acme
+):
+    def tokens(count: int) -> None:
+        for n in range(count):
+            api_token_create(actor=Actor.for_user(alice), user=alice, team=acme, name=f"ci-{n}")
+
+    tokens(1)
+    one, many = queries_before_and_after(
+        lambda: page_queries(alice_client, "accounts:profile"), lambda: tokens(15)
+    )
     assert many == one

@@ -73,3 +73,13 @@ def test_the_feature_and_cell_pages_read_no_query_per_cell(catalog, alice_client
     cells = Capability.objects.all()
     small, large = _smallest_and_largest(cells, lambda c: len(selectors.sibling_cells(c)))
     _same_queries_for_both(alice_client, "catalog:capability", small, large)
+
+
+def test_comparing_four_engines_reads_as_many_queries_as_comparing_two(catalog, alice_client):
+    slugs = ["vllm", "sglang", "tensorrt-llm", "llama-cpp"]
+    assert Engine.objects.filter(slug__in=slugs).count() == 4
+
+    def compared(count: int) -> int:
+        return page_queries(alice_client, "catalog:compare", query={"engines": slugs[:count]})
+
+    assert compared(2) == compared(4) <= DETAIL_BUDGET

@@ -9,6 +9,7 @@ from apps.benchmarks.models import JobAttempt
 from apps.benchmarks.plan_identity import PlanOptions
 from apps.benchmarks.services import plan_create
 from apps.runners.models import Runner
+from apps.runners.services import enrollment_token_create
 from tests.benchmarks.factories import enrolled_runner
 from tests.query_budget import page_queries, queries_before_and_after
 
@@ -52,4 +53,18 @@ def test_the_runner_page_reads_as_many_queries_for_many_recent_attempts_as_for_o
         lambda: _busy_on(runner, alice=alice, acme=acme, selection=selection, count=MANY),
     )
     assert runner.attempts.count() > MANY
+    assert many == one
+
+
+def test_the_enroll_page_reads_as_many_queries_for_many_enrollment_tokens_as_for_one(
+    alice_client, alice, acme, rows
+):
+    def tokens(count: int) -> None:
+        for _ in range(count):
+            enrollment_token_create(actor_user=alice, team=acme)
+
+    tokens(1)
+    one, many = queries_before_and_after(
+        lambda: page_queries(alice_client, "runners:enroll"), lambda: tokens(15)
+    )
     assert many == one

@@ -5,6 +5,7 @@ from __future__ import annotations
 from apps.audit.services import Actor
 from apps.catalog.services import published_import
 from apps.selections import services
+from apps.selections.models import Candidate
 from tests.catalog.published_rows import sample_row
 from tests.query_budget import page_queries
 from tests.selections.helpers import create_selection
@@ -31,3 +32,18 @@ def test_the_selection_pages_of_a_computed_selection_stay_within_their_query_bud
     assert page_queries(alice_client, "selections:list") <= BUDGETS["list"]
     for name in ("detail", "candidates", "plan"):
         assert page_queries(alice_client, f"selections:{name}", selection.pk) <= BUDGETS[name]
+
+
+def test_comparing_four_chosen_candidates_reads_as_many_queries_as_comparing_two(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    picks = list(selection.candidates.filter(outcome="kept").order_by("rank")[:4])
+    Candidate.objects.filter(pk__in=[pick.pk for pick in picks]).update(chosen=True)
+
+    def compared(count: int) -> int:
+        ids = [str(pick.pk) for pick in picks[:count]]
+        return page_queries(alice_client, "selections:compare", selection.pk, query={"ids": ids})
+
+    assert compared(2) == compared(4) <= BUDGETS["plan"]
