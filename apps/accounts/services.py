@@ -321,10 +321,7 @@ def sso_sign_in(
     here is skipped). A mapping adds or changes a role, never removes a membership: removing
     stays with the team admins. With no mapping the account waits for an admin's invitation.
     """
-    identity = (
-        SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
-    )
-    user = identity.user if identity else _sso_account(issuer, subject, claims)
+    user = _sso_user(issuer, subject, claims)
     teams = {team.slug: team for team in Team.objects.filter(slug__in=list(team_roles))}
     for slug, role in sorted(team_roles.items()):
         team = teams.get(slug)
@@ -332,6 +329,29 @@ def sso_sign_in(
         if team is not None and (current is None or current.role != role):
             _membership_write(actor=Actor.system("sso"), team=team, user=user, role=role)
     return user
+
+
+def _sso_user(issuer: str, subject: str, claims: dict[str, Any], attempts: int = 3) -> Any:
+    """The subject's account, made on its first sign-in.
+
+    Two first sign-ins at once (two tabs coming back from the provider) both find no account;
+    the second one's insert waits for the first to commit and fails on the unique (issuer,
+    subject) or username, so it reads the first's account. A username taken meanwhile by
+    another new account is tried again, when the taken name is visible and gets a number.
+    """
+    identities = SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject)
+    tried = 0
+    while True:
+        identity = identities.first()
+        if identity is not None:
+            return identity.user
+        tried += 1
+        try:
+            with transaction.atomic():  # a savepoint: the outer transaction survives a conflict
+                return _sso_account(issuer, subject, claims)
+        except IntegrityError:
+            if tried >= attempts:
+                raise
 
 
 def _sso_account(issuer: str, subject: str, claims: dict[str, Any]) -> Any:
