@@ -26,7 +26,7 @@ TEST_ENV := DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/sta
 	STACKSELECT_VAR_DIR=$${STACKSELECT_VAR_DIR:-$(CURDIR)/var/test} \
 	STACKSELECT_LLAMA_SERVER=$(abspath $(LLAMA_SERVER))
 
-.PHONY: run demo test lint pytest install install-dev browser llama-server clean
+.PHONY: run demo test lint pytest install install-dev browser llama-server clean FORCE
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,16 @@ $(LLAMA_SERVER_CACHE)/requirement.txt: requirements/dev.lock
 		echo "requirements/dev.lock pins no llama-cpp-python with a hash" >&2; exit 1; }
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
+# The build's cmake flags, rewritten only when they change: a new flag rebuilds the server.
+$(LLAMA_SERVER_CACHE)/cmake-args.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(LLAMA_SERVER_CMAKE_ARGS)' > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+FORCE:
+
 # 11 minutes on 2 cores (measured, see README); needs only PyPI, where pip checks the sdist's hash.
-$(LLAMA_SERVER): $(LLAMA_SERVER_CACHE)/requirement.txt | $(BIN)/python
+$(LLAMA_SERVER): $(LLAMA_SERVER_CACHE)/requirement.txt $(LLAMA_SERVER_CACHE)/cmake-args.txt | $(BIN)/python
 	@command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 || { \
 		echo "building llama-server needs cmake and a C++ compiler (Debian: apt-get install cmake g++)" >&2; \
 		exit 1; }
