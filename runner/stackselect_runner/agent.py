@@ -159,10 +159,10 @@ def status(args: argparse.Namespace) -> None:
     print(f"runner id:   {credentials.runner_id}")
     print(f"credential:  {credentials.masked_credential()}")
     print(f"broker:      {masked_url(credentials.broker_url)}")
-    print(f"queues:      {', '.join(credentials.queues) or '(none)'}")
     if simulated is not None:
         print(f"simulating:  {simulated.gpu_count} x {simulated.accelerator}")
     answer, error = _server_view(credentials)
+    print(f"queues:      {_queues_line(credentials, answer)}")
     if error:
         raise CommandError(error)
     print("reachable:   yes")
@@ -171,6 +171,16 @@ def status(args: argparse.Namespace) -> None:
     probe = _probe(settings, settings.simulated or simulated)
     for line in diagnose(probe, credentials, None, _model_store(settings)).lines():
         print(line)
+
+
+def _queues_line(credentials: Credentials, answer: dict | None) -> str:
+    """The queues the server gives this runner now (it re-derives them at every probe, so
+    the list saved at enrollment goes stale when engines or models change); the saved list,
+    said to be so, only when the server could not be asked."""
+    if answer is not None and isinstance(answer.get("queues"), list):
+        return f"{', '.join(answer['queues']) or '(none)'} (the server's current list)"
+    why = "the server could not be asked" if answer is None else "the server's answer has none"
+    return f"{', '.join(credentials.queues) or '(none)'} (saved at enrollment, may be stale: {why})"
 
 
 def _server_view(credentials: Credentials) -> tuple[dict | None, str | None]:

@@ -98,6 +98,8 @@ def test_status_shows_the_saved_config_without_secrets_and_the_servers_view(
     assert "s3cret" not in printed and "hunter2" not in printed
     assert "reachable:   yes" in printed
     assert '"cancel": false' in printed
+    # The server's queues (a pool it added since), not the list saved at enrollment.
+    assert "queues:      runner.5, pool.1.h100-sxm.1 (the server's current list)" in printed
     assert fake_api.calls_to("/heartbeat")[0].body == {
         "attempts": [],
         "attempt_id": None,
@@ -113,12 +115,17 @@ def test_status_exits_non_zero_when_the_credential_is_revoked(
     assert "credential rejected: Invalid runner credential." in message
 
 
-def test_status_exits_non_zero_when_the_server_is_unreachable(
+def test_status_exits_non_zero_when_the_server_is_unreachable_showing_the_saved_queues_as_such(
     config_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     saved_credentials(config_file, unused_loopback_url())
-    message = failed_command_message(["status"], capsys)
-    assert "server unreachable: POST heartbeat: no answer after 1 tries" in message
+    with pytest.raises(SystemExit) as exit_info:
+        main(["status"])
+    assert exit_info.value.code == 1
+    printed = capsys.readouterr()
+    assert "server unreachable: POST heartbeat: no answer after 1 tries" in printed.err
+    fallback = "runner.5 (saved at enrollment, may be stale: the server could not be asked)"
+    assert f"queues:      {fallback}" in printed.out
 
 
 def test_start_without_enrollment_says_to_enroll_first(

@@ -1,5 +1,9 @@
 """A running runner follows its model store: a model added (or removed) while it runs is probed,
-reported to the server, and its pool queue consumed (or cancelled) without a restart."""
+reported to the server, and its pool queue consumed (or cancelled) without a restart.
+
+Against the fake API, to reach the cases a live server does not stage cheaply (removal, a stale
+server view, GPUs changed, a malformed store, the file broker); the whole path on real parts is
+tests/llamacpp/test_runner_follows_its_model_store_end_to_end.py."""
 
 from __future__ import annotations
 
@@ -13,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from celery import Celery
 from stackselect_runner.api import RunnerApi
 from stackselect_runner.config import RunnerSettings, SimulatedHardware
@@ -178,26 +181,15 @@ def test_a_malformed_store_keeps_the_old_labels_and_says_why(
     assert f"cannot read the model store {store_file}" in caplog.text
 
 
-@pytest.fixture(params=["filesystem", "redis"])
-def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, dict]]:
-    """(URL, transport options) of the embedded file broker, or of the test Redis (the broker
-    of a fleet, whose worker loop is kombu's event hub rather than the blocking loop)."""
-    if request.param == "filesystem":
-        folders = {key: str(tmp_path / "broker" / name) for key, name in BROKER_FOLDERS.items()}
-        for folder in folders.values():
-            Path(folder).mkdir(parents=True, exist_ok=True)
-        yield "filesystem://", folders
-        return
-    url = os.environ.get("CELERY_BROKER_URL", "")
-    if not url.startswith("redis://"):
-        pytest.skip("CELERY_BROKER_URL names no Redis")
-    connection = redis.Redis.from_url(url)
-    connection.delete(OWN, SIMULATED_POOL, MODEL_POOL)
-    try:
-        yield url, {}
-    finally:
-        connection.delete(OWN, SIMULATED_POOL, MODEL_POOL)
-        connection.close()
+@pytest.fixture
+def broker(tmp_path: Path) -> tuple[str, dict]:
+    """(URL, transport options) of the embedded file broker, whose worker loop is Celery's
+    blocking one. The Redis broker (kombu's event hub) is covered on real parts, live server
+    included: tests/llamacpp/test_runner_follows_its_model_store_end_to_end.py."""
+    folders = {key: str(tmp_path / "broker" / name) for key, name in BROKER_FOLDERS.items()}
+    for folder in folders.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return "filesystem://", folders
 
 
 def test_a_running_worker_takes_a_job_for_a_model_added_to_its_store_without_a_restart(
