@@ -274,26 +274,47 @@ def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
     return _CHOICES[key]
 
 
-def _choose(stack: AicStack) -> AicChoice:
+@dataclass(frozen=True)
+class _Setup:
+    """What both of AIConfigurator's answers for a stack start from: its system, backend and
+    database version, the local model configuration and the quantisation modes."""
+
+    system: str
+    backend: str
+    version: str
+    note: str
+    model_dir: str
+    modes: tuple[str | None, str | None]
+
+
+def _setup(stack: AicStack) -> _Setup | str:
+    """The stack in AIConfigurator's terms, or the reason it cannot answer."""
     reason = coverage_reason(stack)
     if reason:
-        return AicChoice(None, reason)
+        return reason
     system, backend = SYSTEMS[stack.accelerator_slug], BACKENDS[stack.engine_slug]
     modes = _quant_modes(stack, system)
     if isinstance(modes, str):
-        return AicChoice(None, modes)
+        return modes
     version, note = database_version(system, backend, stack.engine_version)
     if version is None:
-        return AicChoice(None, note)
+        return note
     model_dir, why = model_config_dir(stack.model)
     if model_dir is None:
-        return AicChoice(None, why)
+        return why
+    return _Setup(system, backend, version, note, str(model_dir), modes)
+
+
+def _choose(stack: AicStack) -> AicChoice:
+    setup = _setup(stack)
+    if isinstance(setup, str):
+        return AicChoice(None, setup)
     try:
-        handle = _compiled(str(model_dir), system, backend, version, stack, modes)
+        handle = _compiled(setup, stack)
     except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
         return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
-    label = f"AIConfigurator {system} {backend} {version}"
-    return AicChoice(AiconfiguratorStepTime(handle, label), "", version, note)
+    label = f"AIConfigurator {setup.system} {setup.backend} {setup.version}"
+    return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, setup.note)
 
 
 def _short(error: Exception) -> str:
@@ -301,37 +322,49 @@ def _short(error: Exception) -> str:
 
 
 _HANDLES: dict[tuple, Any] = {}
+# Attention quantisations to try, in order: 16-bit attention first, then AIConfigurator's own
+# default for the checkpoint (some databases hold only one of them).
+_FMHA_MODES = ("bfloat16", None)
 
 
-def _compiled(
-    model_dir: str, system: str, backend: str, version: str, stack: AicStack, modes
-) -> Any:
-    """A compiled engine, trying the attention quantisation the data holds: 16-bit attention
-    first, then AIConfigurator's own default. Cached per stack; compiling takes about a second
-    the first time a system's database loads and milliseconds after."""
+def _layout(stack: AicStack, modes: tuple[str | None, str | None]) -> dict[str, Any]:
+    """The stack's parallelism and quantisation as AIConfigurator's model-configuration
+    arguments, the same for its step times and its own serving estimate."""
     gemm, moe = modes
-    ep = stack.ep if stack.model.experts_total else 1
-    key = (model_dir, system, backend, version, stack.precision, stack.kv_dtype, stack.tp, ep)
-    key += (stack.pp, stack.dp)
-    if key in _HANDLES:
-        return _HANDLES[key]
-    engine = aiconfigurator_wheel.sdk("engine")
-    common = {
-        "backend_version": version,
+    moe_model = bool(stack.model.experts_total)
+    ep = stack.ep if moe_model else 1
+    return {
         "tp_size": stack.tp,
         "pp_size": stack.pp,
         "attention_dp_size": stack.dp,
-        "moe_tp_size": max(stack.tp * stack.dp // ep, 1) if stack.model.experts_total else 1,
+        "moe_tp_size": max(stack.tp * stack.dp // ep, 1) if moe_model else 1,
         "moe_ep_size": ep,
         "gemm_quant_mode": gemm,
         "moe_quant_mode": moe,
         "kvcache_quant_mode": _kv_mode(stack.kv_dtype),
     }
+
+
+def _compiled(setup: _Setup, stack: AicStack) -> Any:
+    """A compiled engine, trying the attention quantisations the data may hold. Cached per
+    stack; compiling takes about a second the first time a system's database loads and
+    milliseconds after."""
+    layout = _layout(stack, setup.modes)
+    key = (setup.model_dir, setup.system, setup.backend, setup.version, stack.precision)
+    key += tuple(layout.values())
+    if key in _HANDLES:
+        return _HANDLES[key]
+    engine = aiconfigurator_wheel.sdk("engine")
     error: Exception | None = None
-    for fmha in ("bfloat16", None):
+    for fmha in _FMHA_MODES:
         try:
             handle = engine.EngineHandle.compile(
-                model_dir, system, backend, fmha_quant_mode=fmha, **common
+                setup.model_dir,
+                setup.system,
+                setup.backend,
+                backend_version=setup.version,
+                fmha_quant_mode=fmha,
+                **layout,
             )
             handle.decode_step_latency(1, 128, 2)
             handle.mixed_step_latency(128, 1, 128, 2)
