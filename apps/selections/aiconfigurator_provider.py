@@ -9,6 +9,10 @@ version is answered from the nearest one, and the choice says so.
 Offline by construction: the model configuration handed to AIConfigurator is a local directory,
 either a copy of the configuration the wheel ships for that checkpoint or, for a dense model it
 lacks, one written from our catalog's architecture; AIConfigurator never sees a hub name.
+
+`aiconfigurator_serving_estimate` is AIConfigurator's own answer for a fixed batch (method
+"aiconfigurator-native"): its aggregated-serving formula over the same step times, which the
+accuracy benchmark compares with our closed loop over them. The app itself does not use it.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ _QUANT_MODES = {
 }
 FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300"}
 
+# AIConfigurator's own TTFT/TPOT (its run_agg), told apart from its step times in our loop.
+METHOD_AICONFIGURATOR_NATIVE = "aiconfigurator-native"
+
 log = logging.getLogger(__name__)
 
 
@@ -84,6 +91,9 @@ class AicStack:
     pp: int = 1
     ep: int = 1
     dp: int = 1
+    # AIConfigurator's own (GEMM, MoE) quantisation names where the stack states them, as a
+    # published row does; None derives them from `precision`.
+    quant_modes: tuple[str | None, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -293,7 +303,7 @@ def _setup(stack: AicStack) -> _Setup | str:
     if reason:
         return reason
     system, backend = SYSTEMS[stack.accelerator_slug], BACKENDS[stack.engine_slug]
-    modes = _quant_modes(stack, system)
+    modes = stack.quant_modes or _quant_modes(stack, system)
     if isinstance(modes, str):
         return modes
     version, note = database_version(system, backend, stack.engine_version)
@@ -315,6 +325,62 @@ def _choose(stack: AicStack) -> AicChoice:
         return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
     label = f"AIConfigurator {setup.system} {setup.backend} {setup.version}"
     return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, setup.note)
+
+
+@dataclass(frozen=True)
+class AicServingEstimate:
+    """AIConfigurator's own mean TTFT and TPOT for a batch, or None with the reason."""
+
+    ttft_ms: float | None
+    tpot_ms: float | None
+    reason: str = ""
+    database_version: str | None = None
+    note: str = ""
+    method: str = METHOD_AICONFIGURATOR_NATIVE
+
+
+def aiconfigurator_serving_estimate(
+    stack: AicStack, *, isl: int, osl: int, batch_size: int
+) -> AicServingEstimate:
+    """What AIConfigurator itself predicts for `batch_size` requests per attention rank of
+    `isl` prompt and `osl` output tokens in one aggregated pool: its backend's `run_agg`, with
+    a context budget of one prompt per step (its estimate's default). A layout that does not
+    fit in memory is not answered, as AIConfigurator's estimate refuses it."""
+    setup = _setup(stack)
+    if isinstance(setup, str):
+        return AicServingEstimate(None, None, setup)
+    try:
+        summary = _run_agg(setup, stack, isl=isl, osl=osl, batch_size=batch_size)
+    except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
+        reason = f"AIConfigurator cannot estimate this stack: {_short(error)}"
+        return AicServingEstimate(None, None, reason)
+    if summary.check_oom():
+        reason = f"AIConfigurator: the model does not fit in {setup.system} memory at this layout"
+        return AicServingEstimate(None, None, reason)
+    result = summary.get_result_dict()
+    return AicServingEstimate(
+        float(result["ttft"]), float(result["tpot"]), "", setup.version, setup.note
+    )
+
+
+def _run_agg(setup: _Setup, stack: AicStack, *, isl: int, osl: int, batch_size: int) -> Any:
+    sdk = aiconfigurator_wheel.sdk
+    database = sdk("perf_database").get_database(setup.system, setup.backend, setup.version)
+    if database is None:
+        raise LookupError(f"no {setup.backend} {setup.version} database for {setup.system}")
+    runtime = sdk("config").RuntimeConfig(isl=isl, osl=osl, batch_size=batch_size)
+    layout = _layout(stack, setup.modes)
+    error: Exception | None = None
+    for fmha in _FMHA_MODES:
+        config = sdk("config_builders").build_model_config(fmha_quant_mode=fmha, **layout)
+        try:
+            model = sdk("models").get_model(setup.model_dir, config, setup.backend)
+            backend = sdk("backends.factory").get_backend(setup.backend)
+            return backend.run_agg(model, database, runtime, ctx_tokens=isl)
+        except Exception as failure:  # try the next attention mode, then give up
+            error = failure
+    assert error is not None
+    raise error
 
 
 def _short(error: Exception) -> str:
