@@ -6,11 +6,13 @@ aggregated (one-pool) rows with a stated concurrency, and splits them by the iss
 (held out when sha256("model_path|system|backend") is 0 mod 5). On the rows outside that split
 it chooses the calibration's forms by leave-group-out cross validation and fits its factors
 (per engine) over each base method, printing both; on the held-out rows it
-predicts TTFT and TPOT with the roofline alone, AIConfigurator alone (both in our closed loop,
-clients starting together, 20 rounds each as AIConfigurator's generated benchmark runs), and the
-calibrated result (over AIConfigurator where it answers, else over the roofline), and prints
-their median absolute percentage error and the share within 25%, side by side, then the same
-error (and its sign) for each held-out group, all measured in this run.
+predicts TTFT and TPOT with the roofline alone, AIConfigurator's step times alone (both in our
+closed loop, clients starting together, 20 rounds each as AIConfigurator's generated benchmark
+runs), AIConfigurator's own estimate (its aggregated-serving formula, `aiconfigurator-native`),
+and the calibrated result (over AIConfigurator's step times where they answer, else over the
+roofline), and prints their median absolute percentage error and the share within 25%, side by
+side, again on the rows every method answers, then the same error (and its sign) for each
+held-out group, all measured in this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
 10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates
 show next to their figures, and the fitted forms and factors in
@@ -49,6 +51,7 @@ from apps.catalog import aiconfigurator_wheel  # noqa: E402
 from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_sample import read_sample  # noqa: E402
+from apps.selections.aiconfigurator_provider import METHOD_AICONFIGURATOR_NATIVE  # noqa: E402
 from apps.selections.error_bands import write_bands  # noqa: E402
 from apps.selections.published_calibration import (  # noqa: E402
     Calibration,
@@ -59,11 +62,16 @@ from apps.selections.published_calibration import (  # noqa: E402
 from apps.selections.published_predict import (  # noqa: E402
     RowContext,
     aiconfigurator_for,
+    aiconfigurator_native_for,
     predict_row,
     roofline_for,
 )
 
 WITHIN = 0.25
+# The table's order; only the app's methods get error bands (the native estimate is a yardstick).
+SHOWN = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR, METHOD_AICONFIGURATOR_NATIVE, METHOD_CALIBRATED)
+BANDED = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR, METHOD_CALIBRATED)
+Pairs = dict[str, list[tuple[float, float]]]
 
 
 def _contexts(sample_path: Path) -> list[RowContext]:
@@ -98,16 +106,46 @@ def _signed_median(pairs: list[tuple[float, float]]) -> float:
     return 100 * statistics.median((p - m) / m for p, m in pairs)
 
 
-def _print_groups(by_group: dict[str, dict[str, dict[str, list[tuple[float, float]]]]]) -> None:
+def _common_rows(
+    by_row: dict[str, dict[str, tuple[tuple[float, float], tuple[float, float]]]],
+    methods: list[str],
+) -> dict[str, Pairs]:
+    """Each method's (predicted, measured) pairs on only the rows every method answered, so
+    the methods are compared on the same rows."""
+    common: dict[str, Pairs] = {m: {"ttft": [], "tpot": []} for m in methods}
+    for answers in by_row.values():
+        if all(m in answers for m in methods):
+            for method in methods:
+                common[method]["ttft"].append(answers[method][0])
+                common[method]["tpot"].append(answers[method][1])
+    return common
+
+
+def _print_table(results: dict[str, Pairs], of: str) -> None:
+    print(
+        "| method | held-out rows answered | TTFT MdAPE | TTFT within 25% "
+        "| TPOT MdAPE | TPOT within 25% |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for method, entry in results.items():
+        ttft, tpot = _summary(entry["ttft"]), _summary(entry["tpot"])
+        answered = f"{len(entry['ttft'])} {of}".strip()
+        print(
+            f"| {method} | {answered} | {ttft[0]:.1f}% "
+            f"| {ttft[1]:.0f}% | {tpot[0]:.1f}% | {tpot[1]:.0f}% |"
+        )
+
+
+def _print_groups(by_group: dict[str, dict[str, Pairs]]) -> None:
     """Each held-out group's error per method, so the table's medians can be traced to the
     groups that make them."""
     print("\nby held-out group (MdAPE, signed median error):")
     for group, methods in sorted(by_group.items()):
         print(f"  {group}")
-        for method, entry in methods.items():
-            ttft, tpot = entry["ttft"], entry["tpot"]
+        for method in (m for m in SHOWN if m in methods):
+            ttft, tpot = methods[method]["ttft"], methods[method]["tpot"]
             print(
-                f"    {method:<15} {len(ttft):>3} rows  TTFT {_summary(ttft)[0]:5.1f}% "
+                f"    {method:<21} {len(ttft):>3} rows  TTFT {_summary(ttft)[0]:5.1f}% "
                 f"({_signed_median(ttft):+.0f}%)  TPOT {_summary(tpot)[0]:5.1f}% "
                 f"({_signed_median(tpot):+.0f}%)"
             )
@@ -170,38 +208,56 @@ def main() -> int:
     print(f"calibrated on the other rows in {time.perf_counter() - started:.0f} s")
     for calibration in calibrations.values():
         _print_calibration(calibration)
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    by_group: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {}
+    native_started = time.perf_counter()
+    native, native_skipped = {}, Counter()
+    for context in held:
+        estimate = aiconfigurator_native_for(context)
+        if estimate.ttft_ms is None:
+            native_skipped[": ".join(estimate.reason.split(": ")[:2])[:120]] += 1
+        else:
+            native[context.row.key] = estimate
+    for reason, count in sorted(native_skipped.items()):
+        print(f"  not answered: {METHOD_AICONFIGURATOR_NATIVE}: {reason}: {count}")
+    print(
+        f"{METHOD_AICONFIGURATOR_NATIVE} answered {len(native)} held-out rows in "
+        f"{time.perf_counter() - native_started:.1f} s"
+    )
+    results: dict[str, Pairs] = {}
+    by_group: dict[str, dict[str, Pairs]] = {}
+    by_row: dict[str, dict[str, tuple[tuple[float, float], tuple[float, float]]]] = {}
 
     def record(method: str, predicted, row) -> None:
         group = by_group.setdefault(f"{row.model_path} | {row.system} | {row.backend}", {})
         for entry in (results.setdefault(method, {}), group.setdefault(method, {})):
             entry.setdefault("ttft", []).append((predicted.ttft_ms, row.ttft_ms))
             entry.setdefault("tpot", []).append((predicted.tpot_ms, row.tpot_ms))
+        by_row.setdefault(row.key, {})[method] = (
+            (predicted.ttft_ms, row.ttft_ms),
+            (predicted.tpot_ms, row.tpot_ms),
+        )
 
+    roofline_held = {s.context.row.key: s for s in roofline if s.context.row.held_out}
     aic_held = {s.context.row.key: s for s in aic if s.context.row.held_out}
-    for sample in (s for s in roofline if s.context.row.held_out):
-        row = sample.context.row
-        chosen, base = sample, predict_row(sample.provider, sample.context)
+    for context in held:
+        row = context.row
+        if row.key in native:
+            record(METHOD_AICONFIGURATOR_NATIVE, native[row.key], row)
+        if row.key not in roofline_held:
+            continue
+        chosen = roofline_held[row.key]
+        base = predict_row(chosen.provider, context)
         record(METHOD_ROOFLINE, base, row)
         if row.key in aic_held:
             chosen = aic_held[row.key]
-            base = predict_row(chosen.provider, chosen.context)
+            base = predict_row(chosen.provider, context)
             record(METHOD_AICONFIGURATOR, base, row)
         record(METHOD_CALIBRATED, calibrations[base.method].predict(chosen, base), row)
     elapsed = time.perf_counter() - started
     print()
-    print(
-        "| method | held-out rows answered | TTFT MdAPE | TTFT within 25% "
-        "| TPOT MdAPE | TPOT within 25% |"
-    )
-    print("| --- | --- | --- | --- | --- | --- |")
-    for method, entry in results.items():
-        ttft, tpot = _summary(entry["ttft"]), _summary(entry["tpot"])
-        print(
-            f"| {method} | {len(entry['ttft'])} of {len(held)} | {ttft[0]:.1f}% | {ttft[1]:.0f}% "
-            f"| {tpot[0]:.1f}% | {tpot[1]:.0f}% |"
-        )
+    _print_table({m: results[m] for m in SHOWN if m in results}, f"of {len(held)}")
+    common = _common_rows(by_row, [m for m in SHOWN if m in results])
+    print(f"\non the {len(common[METHOD_ROOFLINE]['ttft'])} held-out rows every method answers:\n")
+    _print_table(common, "")
     _print_groups(by_group)
     measured_on = datetime.now(UTC).strftime("%Y-%m-%d")
     print(f"\nmeasured {measured_on} in {elapsed:.0f} s on {os.cpu_count()} cores")
@@ -209,6 +265,7 @@ def main() -> int:
         relative = {
             method: {metric: [(p - m) / m for p, m in pairs] for metric, pairs in entry.items()}
             for method, entry in results.items()
+            if method in BANDED
         }
         write_bands(
             relative,

@@ -99,6 +99,12 @@ class PublishedRow:
     measured_on: date | None
     detail: str
     layout: dict[str, int] = field(default_factory=dict)
+    # The engine's batch per attention rank (the CSV's batch_size): usually the concurrency
+    # split over the ranks, smaller where the engine capped it and the other clients queued.
+    batch_size: int | None = None
+    # AIConfigurator's GEMM and MoE quantisation names for the run; "" is the checkpoint's own.
+    gemm_quant_mode: str = ""
+    moe_quant_mode: str = ""
 
     @property
     def model_slug(self) -> str | None:
@@ -248,6 +254,9 @@ def parse_row(raw: dict[str, str]) -> PublishedRow:
         measured_on=_measured_on(raw["silicon_data_source"]),
         detail=raw["silicon_data_source"],
         layout=layout,
+        batch_size=_int(raw["batch_size"], "batch_size") if aggregated else None,
+        gemm_quant_mode=raw.get("gemm_quant_mode", ""),
+        moe_quant_mode=raw.get("moe_quant_mode", ""),
     )
 
 

@@ -9,6 +9,10 @@ version is answered from the nearest one, and the choice says so.
 Offline by construction: the model configuration handed to AIConfigurator is a local directory,
 either a copy of the configuration the wheel ships for that checkpoint or, for a dense model it
 lacks, one written from our catalog's architecture; AIConfigurator never sees a hub name.
+
+`aiconfigurator_serving_estimate` is AIConfigurator's own answer for a fixed batch (method
+"aiconfigurator-native"): its aggregated-serving formula over the same step times, which the
+accuracy benchmark compares with our closed loop over them. The app itself does not use it.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ _QUANT_MODES = {
 }
 FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300"}
 
+# AIConfigurator's own TTFT/TPOT (its run_agg), told apart from its step times in our loop.
+METHOD_AICONFIGURATOR_NATIVE = "aiconfigurator-native"
+
 log = logging.getLogger(__name__)
 
 
@@ -84,6 +91,9 @@ class AicStack:
     pp: int = 1
     ep: int = 1
     dp: int = 1
+    # AIConfigurator's own (GEMM, MoE) quantisation names where the stack states them, as a
+    # published row does; None derives them from `precision`.
+    quant_modes: tuple[str | None, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -274,26 +284,103 @@ def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
     return _CHOICES[key]
 
 
-def _choose(stack: AicStack) -> AicChoice:
+@dataclass(frozen=True)
+class _Setup:
+    """What both of AIConfigurator's answers for a stack start from: its system, backend and
+    database version, the local model configuration and the quantisation modes."""
+
+    system: str
+    backend: str
+    version: str
+    note: str
+    model_dir: str
+    modes: tuple[str | None, str | None]
+
+
+def _setup(stack: AicStack) -> _Setup | str:
+    """The stack in AIConfigurator's terms, or the reason it cannot answer."""
     reason = coverage_reason(stack)
     if reason:
-        return AicChoice(None, reason)
+        return reason
     system, backend = SYSTEMS[stack.accelerator_slug], BACKENDS[stack.engine_slug]
-    modes = _quant_modes(stack, system)
+    modes = stack.quant_modes or _quant_modes(stack, system)
     if isinstance(modes, str):
-        return AicChoice(None, modes)
+        return modes
     version, note = database_version(system, backend, stack.engine_version)
     if version is None:
-        return AicChoice(None, note)
+        return note
     model_dir, why = model_config_dir(stack.model)
     if model_dir is None:
-        return AicChoice(None, why)
+        return why
+    return _Setup(system, backend, version, note, str(model_dir), modes)
+
+
+def _choose(stack: AicStack) -> AicChoice:
+    setup = _setup(stack)
+    if isinstance(setup, str):
+        return AicChoice(None, setup)
     try:
-        handle = _compiled(str(model_dir), system, backend, version, stack, modes)
+        handle = _compiled(setup, stack)
     except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
         return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
-    label = f"AIConfigurator {system} {backend} {version}"
-    return AicChoice(AiconfiguratorStepTime(handle, label), "", version, note)
+    label = f"AIConfigurator {setup.system} {setup.backend} {setup.version}"
+    return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, setup.note)
+
+
+@dataclass(frozen=True)
+class AicServingEstimate:
+    """AIConfigurator's own mean TTFT and TPOT for a batch, or None with the reason."""
+
+    ttft_ms: float | None
+    tpot_ms: float | None
+    reason: str = ""
+    database_version: str | None = None
+    note: str = ""
+    method: str = METHOD_AICONFIGURATOR_NATIVE
+
+
+def aiconfigurator_serving_estimate(
+    stack: AicStack, *, isl: int, osl: int, batch_size: int
+) -> AicServingEstimate:
+    """What AIConfigurator itself predicts for `batch_size` requests per attention rank of
+    `isl` prompt and `osl` output tokens in one aggregated pool: its backend's `run_agg`, with
+    a context budget of one prompt per step (its estimate's default). A layout that does not
+    fit in memory is not answered, as AIConfigurator's estimate refuses it."""
+    setup = _setup(stack)
+    if isinstance(setup, str):
+        return AicServingEstimate(None, None, setup)
+    try:
+        summary = _run_agg(setup, stack, isl=isl, osl=osl, batch_size=batch_size)
+    except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
+        reason = f"AIConfigurator cannot estimate this stack: {_short(error)}"
+        return AicServingEstimate(None, None, reason)
+    if summary.check_oom():
+        reason = f"AIConfigurator: the model does not fit in {setup.system} memory at this layout"
+        return AicServingEstimate(None, None, reason)
+    result = summary.get_result_dict()
+    return AicServingEstimate(
+        float(result["ttft"]), float(result["tpot"]), "", setup.version, setup.note
+    )
+
+
+def _run_agg(setup: _Setup, stack: AicStack, *, isl: int, osl: int, batch_size: int) -> Any:
+    sdk = aiconfigurator_wheel.sdk
+    database = sdk("perf_database").get_database(setup.system, setup.backend, setup.version)
+    if database is None:
+        raise LookupError(f"no {setup.backend} {setup.version} database for {setup.system}")
+    runtime = sdk("config").RuntimeConfig(isl=isl, osl=osl, batch_size=batch_size)
+    layout = _layout(stack, setup.modes)
+    error: Exception | None = None
+    for fmha in _FMHA_MODES:
+        config = sdk("config_builders").build_model_config(fmha_quant_mode=fmha, **layout)
+        try:
+            model = sdk("models").get_model(setup.model_dir, config, setup.backend)
+            backend = sdk("backends.factory").get_backend(setup.backend)
+            return backend.run_agg(model, database, runtime, ctx_tokens=isl)
+        except Exception as failure:  # try the next attention mode, then give up
+            error = failure
+    assert error is not None
+    raise error
 
 
 def _short(error: Exception) -> str:
@@ -301,37 +388,49 @@ def _short(error: Exception) -> str:
 
 
 _HANDLES: dict[tuple, Any] = {}
+# Attention quantisations to try, in order: 16-bit attention first, then AIConfigurator's own
+# default for the checkpoint (some databases hold only one of them).
+_FMHA_MODES = ("bfloat16", None)
 
 
-def _compiled(
-    model_dir: str, system: str, backend: str, version: str, stack: AicStack, modes
-) -> Any:
-    """A compiled engine, trying the attention quantisation the data holds: 16-bit attention
-    first, then AIConfigurator's own default. Cached per stack; compiling takes about a second
-    the first time a system's database loads and milliseconds after."""
+def _layout(stack: AicStack, modes: tuple[str | None, str | None]) -> dict[str, Any]:
+    """The stack's parallelism and quantisation as AIConfigurator's model-configuration
+    arguments, the same for its step times and its own serving estimate."""
     gemm, moe = modes
-    ep = stack.ep if stack.model.experts_total else 1
-    key = (model_dir, system, backend, version, stack.precision, stack.kv_dtype, stack.tp, ep)
-    key += (stack.pp, stack.dp)
-    if key in _HANDLES:
-        return _HANDLES[key]
-    engine = aiconfigurator_wheel.sdk("engine")
-    common = {
-        "backend_version": version,
+    moe_model = bool(stack.model.experts_total)
+    ep = stack.ep if moe_model else 1
+    return {
         "tp_size": stack.tp,
         "pp_size": stack.pp,
         "attention_dp_size": stack.dp,
-        "moe_tp_size": max(stack.tp * stack.dp // ep, 1) if stack.model.experts_total else 1,
+        "moe_tp_size": max(stack.tp * stack.dp // ep, 1) if moe_model else 1,
         "moe_ep_size": ep,
         "gemm_quant_mode": gemm,
         "moe_quant_mode": moe,
         "kvcache_quant_mode": _kv_mode(stack.kv_dtype),
     }
+
+
+def _compiled(setup: _Setup, stack: AicStack) -> Any:
+    """A compiled engine, trying the attention quantisations the data may hold. Cached per
+    stack; compiling takes about a second the first time a system's database loads and
+    milliseconds after."""
+    layout = _layout(stack, setup.modes)
+    key = (setup.model_dir, setup.system, setup.backend, setup.version, stack.precision)
+    key += tuple(layout.values())
+    if key in _HANDLES:
+        return _HANDLES[key]
+    engine = aiconfigurator_wheel.sdk("engine")
     error: Exception | None = None
-    for fmha in ("bfloat16", None):
+    for fmha in _FMHA_MODES:
         try:
             handle = engine.EngineHandle.compile(
-                model_dir, system, backend, fmha_quant_mode=fmha, **common
+                setup.model_dir,
+                setup.system,
+                setup.backend,
+                backend_version=setup.version,
+                fmha_quant_mode=fmha,
+                **layout,
             )
             handle.decode_step_latency(1, 128, 2)
             handle.mixed_step_latency(128, 1, 128, 2)

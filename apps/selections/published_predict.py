@@ -9,7 +9,7 @@ engine's scheduling policy and token budget.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stackselect_domain.closedloop import (
     SCHEDULE_MIXED,
@@ -21,7 +21,12 @@ from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
 
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.catalog.published_sample import PublishedRow
-from apps.selections.aiconfigurator_provider import AicStack, aiconfigurator_step_time
+from apps.selections.aiconfigurator_provider import (
+    AicServingEstimate,
+    AicStack,
+    aiconfigurator_serving_estimate,
+    aiconfigurator_step_time,
+)
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.estimator import Efficiency, Parallelism, build_step_cost
 
@@ -80,11 +85,10 @@ def roofline_for(context: RowContext, efficiency: Efficiency | None = None) -> S
     return RooflineStepTime(cost)
 
 
-def aiconfigurator_for(context: RowContext) -> StepTimeProvider | None:
-    """AIConfigurator's provider for the row (its nearest database version), or None."""
+def _aic_stack(context: RowContext) -> AicStack:
     row = context.row
     parallelism = context.parallelism()
-    stack = AicStack(
+    return AicStack(
         model=context.model,
         accelerator_slug=context.accelerator.slug,
         engine_slug=row.engine_slug or row.backend,
@@ -95,7 +99,26 @@ def aiconfigurator_for(context: RowContext) -> StepTimeProvider | None:
         ep=parallelism.ep,
         dp=parallelism.dp,
     )
-    return aiconfigurator_step_time(stack).provider
+
+
+def aiconfigurator_for(context: RowContext) -> StepTimeProvider | None:
+    """AIConfigurator's provider for the row (its nearest database version), or None."""
+    return aiconfigurator_step_time(_aic_stack(context)).provider
+
+
+def aiconfigurator_native_for(context: RowContext) -> AicServingEstimate:
+    """AIConfigurator's own TTFT and TPOT for the row, given what the row states in its terms,
+    as AIConfigurator's own regression over its sample does: the quantisation modes the run
+    used and the batch its engine ran (where the row states none, its clients per attention
+    rank). The step-time method derives the modes from our precision word instead."""
+    row = context.row
+    modes = (row.gemm_quant_mode or None, row.moe_quant_mode or None)
+    return aiconfigurator_serving_estimate(
+        replace(_aic_stack(context), quant_modes=modes),
+        isl=row.isl,
+        osl=row.osl,
+        batch_size=row.batch_size or context.per_rank_concurrency,
+    )
 
 
 def simulate_row(provider: StepTimeProvider, context: RowContext) -> FixedConcurrencyPrediction:

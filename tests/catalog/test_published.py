@@ -61,6 +61,15 @@ def test_a_sample_record_keeps_its_conditions_and_concurrency() -> None:
     assert row.measured_on.isoformat() == "2026-04-17"
 
 
+def test_an_aggregated_record_keeps_its_engine_batch_and_quantisation_in_aiconfigurators_terms():
+    capped = sample_row(batch_size="4", gemm_quant_mode="fp8", moe_quant_mode="fp8_block")
+    assert (capped.concurrency, capped.batch_size) == (16, 4)  # the engine queued 12 clients
+    assert (capped.gemm_quant_mode, capped.moe_quant_mode) == ("fp8", "fp8_block")
+    assert (sample_row().gemm_quant_mode, sample_row().moe_quant_mode) == ("", "")
+    disaggregated = sample_row(mode="disagg", decode_tp_size="1", decode_batch_size="8")
+    assert disaggregated.batch_size is None  # the pools' own batches are in its layout
+
+
 def test_a_bad_record_names_its_line_and_column() -> None:
     header = ",".join(CSV_ROW)
     good = ",".join(f'"{value}"' for value in CSV_ROW.values())

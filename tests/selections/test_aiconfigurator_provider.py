@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch, StepTimeProvider
 
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.loading import fixture_instances
-from apps.catalog.models import ModelSpec
+from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections.aiconfigurator_provider import (
+    METHOD_AICONFIGURATOR_NATIVE,
     AicStack,
+    aiconfigurator_serving_estimate,
     aiconfigurator_step_time,
     database_version,
     model_config_dir,
 )
+from apps.selections.published_predict import (
+    RowContext,
+    aiconfigurator_for,
+    aiconfigurator_native_for,
+    predict_row,
+)
+from tests.catalog.published_rows import sample_row
 
 pytestmark = pytest.mark.skipif(
     not aiconfigurator_wheel.AVAILABLE, reason=aiconfigurator_wheel.UNAVAILABLE_REASON
 )
 MODELS = fixture_instances(ModelSpec, "models")
+ACCELERATORS = fixture_instances(Accelerator, "accelerators")
 DECODE_32 = StepBatch(
     prefill_tokens=0, decode_seqs=32, kv_tokens_read=48_000, attn_token_ctx=48_000
 )
@@ -79,3 +90,44 @@ def test_a_dense_model_it_lacks_is_written_locally_from_the_catalog_shapes() -> 
     assert written["hidden_size"] == model.hidden_size
     assert written["num_key_value_heads"] == model.kv_heads
     assert directory.is_dir()  # a local path, so AIConfigurator never looks the model up online
+
+
+def test_aiconfigurators_own_estimate_of_a_row_is_positive_and_not_our_loop_over_its_steps():
+    row = sample_row()  # Llama 3.1 8B, one H100, vLLM, 1024/256 tokens, 16 clients
+    context = RowContext(row, MODELS["llama-3.1-8b"], ACCELERATORS["h100-sxm"])
+    native = aiconfigurator_native_for(context)
+    simulated = predict_row(aiconfigurator_for(context), context)
+    assert native.reason == "" and native.method == METHOD_AICONFIGURATOR_NATIVE
+    assert native.ttft_ms > 0 and native.tpot_ms > 0
+    assert "vllm 0.19.0 is not in AIConfigurator's database" in native.note
+    # the same measured kernels, timed by its serving formula instead of our closed loop
+    assert abs(native.ttft_ms - simulated.ttft_ms) > 0.05 * simulated.ttft_ms
+    assert native.tpot_ms != pytest.approx(simulated.tpot_ms, rel=1e-3)
+
+
+def test_its_own_estimate_uses_the_quantisation_the_row_ran_where_our_precision_word_has_no_data():
+    stack = _stack(
+        model=MODELS["qwen3.5-397b-a17b"],
+        accelerator_slug="b300",
+        engine_slug="sglang",
+        engine_version="0.5.10.post1",
+        tp=4,
+    )
+    derived = aiconfigurator_serving_estimate(stack, isl=1024, osl=1024, batch_size=8)
+    assert derived.ttft_ms is None and "MoE data missing" in derived.reason
+    stated = replace(stack, quant_modes=("fp8", "fp8_block"))
+    answered = aiconfigurator_serving_estimate(stated, isl=1024, osl=1024, batch_size=8)
+    assert answered.reason == "" and answered.ttft_ms > 0 and answered.tpot_ms > 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"accelerator_slug": "mi300x"}, "no measured kernel data for mi300x"),
+        ({"model": MODELS["llama-3.1-405b"], "precision": "bf16"}, "does not fit in h200_sxm"),
+    ],
+)
+def test_its_own_estimate_is_refused_with_the_reason_where_it_cannot_answer(changes, reason):
+    estimate = aiconfigurator_serving_estimate(_stack(**changes), isl=1024, osl=256, batch_size=4)
+    assert (estimate.ttft_ms, estimate.tpot_ms) == (None, None)
+    assert reason in estimate.reason
