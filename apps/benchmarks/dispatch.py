@@ -4,8 +4,10 @@ Jobs are sent by task name to their pool queue on commit; the web app never impo
 A job goes only to a runner whose probe reports the job's engine adapter (the stack's own engine
 for a measured plan, `simulated` for a dry run) in a version of the stack's release series
 (stackselect_domain.engine_versions), for a real engine the job's model in its model store
-(`engine.model_key`; the simulated engine needs no checkpoint), and enough GPUs of its
-accelerator: each (hardware, engine, series, model) has its own pool queue. A job no runner
+(`engine.model_key`; the simulated engine needs no checkpoint), for a speculating job the draft
+model declared in that store for that model and the engine frontend it needs, and enough GPUs
+of its accelerator: each (hardware, engine, series, model, draft model, frontend) has its own
+pool queue. A job no runner
 can take is `waiting_for_runner` with a reason naming what is missing, re-evaluated when
 runners enroll, probe or come back online, and by the reaper. Follow-up work (plan state,
 audit) happens only on the move into a terminal state, found by a conditional update's row
@@ -66,14 +68,26 @@ def _publish_on_commit(attempt: JobAttempt) -> None:
 
 def job_needs(job: BenchmarkJob) -> JobNeeds:
     """The hardware, the engine adapter (the stack's own engine, or `simulated`) and, for a real
-    engine, the catalog release whose series the runner's installed engine must be of and the
-    model its store must hold (the simulated engine needs no checkpoint)."""
+    engine, the catalog release whose series the runner's installed engine must be of, the
+    model its store must hold (the simulated engine needs no checkpoint) and, when the job
+    speculates, the draft model its store must hold for that model and the frontend set by
+    engine_spec.real_engine."""
     adapter = str(job.engine.get("adapter") or "")
     if adapter == SIMULATED_ADAPTER:
         return JobNeeds(job.accelerator, job.gpu_count, adapter)
     release = str(job.stack.get("engine_version") or "")
     model = str(job.engine.get("model_key") or "")
-    return JobNeeds(job.accelerator, job.gpu_count, adapter, release, model)
+    options = job.engine.get("options") or {}
+    speculative = options.get("speculative") or {}
+    return JobNeeds(
+        job.accelerator,
+        job.gpu_count,
+        adapter,
+        release,
+        model,
+        draft_model=str(speculative.get("draft_model") or ""),
+        frontend=str(options.get("frontend") or ""),
+    )
 
 
 def runner_unfit_reason(runner: Runner, job: BenchmarkJob) -> str | None:
@@ -157,7 +171,8 @@ def routing_verdict(
             f"No online runner has {wanted}. "
             + (f"Runners of this team: {others}. " if others else "No runner is enrolled. ")
             + "Install the engine (and add the model to its store: `stackselect-runner models "
-            "add`) on a runner with that hardware, or enroll one on the Runners page.",
+            f"add`{_draft_hint(needs)}) on a runner with that hardware, or enroll one on the "
+            "Runners page.",
         )
     online = [runner for runner in fitting if is_online(runner, now=now)]
     if not online:
@@ -170,6 +185,15 @@ def routing_verdict(
     return (
         JobState.QUEUED,
         f"Queued for {wanted} on the runners that have it: {_names(fitting)}.{not_fitting}",
+    )
+
+
+def _draft_hint(needs: JobNeeds) -> str:
+    if not needs.draft_model:
+        return ""
+    return (
+        f"; the draft model too: `stackselect-runner models add {needs.draft_model} "
+        f"/path/to/draft --draft-for {needs.model}`"
     )
 
 

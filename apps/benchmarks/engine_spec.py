@@ -11,7 +11,10 @@ runner/stackselect_runner/simengine). The cost is frozen for a typical decode ba
 workload's mean context. With dp > 1 the engine still serves one replica, so its capacity is
 one replica's. A plan's speculative decoding goes to a measured job as
 `engine.options.speculative` {method, draft_model, num_tokens}, the shape the runner's
-StackSettings parses (stackselect_domain.speculative); the simulator does not model it.
+StackSettings parses (stackselect_domain.speculative); the simulator does not model it. The
+runner launches the draft model from its own store too (the entry declared a draft of the job's
+model), and for llama.cpp the job names the frontend that speculates with its method
+(`engine.options.frontend`), so routing finds a runner that has it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from stackselect_domain.speculative import Speculative
+from stackselect_domain.speculative import Speculative, speculative_frontend
 
 from apps.benchmarks.choices import RunMode
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
@@ -121,6 +124,9 @@ def real_engine(
     }
     if speculative is not None:
         options["speculative"] = speculative.as_dict()
+        frontend = speculative_frontend(engine, speculative.method)
+        if frontend:
+            options["frontend"] = frontend
     return {
         "adapter": engine,
         "model": served_model_name,

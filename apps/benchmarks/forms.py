@@ -95,7 +95,10 @@ class PlanForm(forms.Form):
         required=False,
         max_length=300,
         label="Speculative: draft model",
-        help_text="The draft checkpoint, for a draft model, EAGLE or EAGLE-3; empty otherwise.",
+        help_text="The draft checkpoint's name, for a draft model, EAGLE or EAGLE-3; empty "
+        "otherwise. Runners launch it from their own model store, so only a runner that has it "
+        "for the plan's model takes the jobs (`stackselect-runner models add <name> <path> "
+        "--draft-for <model>`).",
     )
     speculative_num_tokens = forms.IntegerField(
         required=False,

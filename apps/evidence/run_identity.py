@@ -7,6 +7,7 @@ No Django: callers pass the documents in. The benchmark plan's identity document
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
@@ -51,13 +52,32 @@ def stable_command(command: Sequence[Any]) -> list[str]:
     return stable
 
 
+def _json_document(value: str) -> dict | list | None:
+    """A flag value that is itself a JSON object or list (vLLM's --speculative-config), else
+    None."""
+    if not value.startswith(("{", "[")):
+        return None
+    try:
+        document = json.loads(value)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict | list) else None
+
+
 def _without_path(value: Any, path: str, name: str) -> Any:
-    """`value` with every string equal to `path` (or a flag's `=path`) replaced by `name`."""
+    """`value` with every string equal to `path` (or a flag's `=path`, or a string of a JSON
+    document holding it) replaced by `name`."""
     if isinstance(value, str):
         flag, equals, rest = value.partition("=")
         if value == path:
             return name
-        return f"{flag}={name}" if equals and rest == path else value
+        if equals and rest == path:
+            return f"{flag}={name}"
+        document = _json_document(value)
+        if document is None:
+            return value
+        replaced = _without_path(document, path, name)
+        return value if replaced == document else json.dumps(replaced, sort_keys=True)
     if isinstance(value, Mapping):
         return {key: _without_path(item, path, name) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -69,14 +89,17 @@ def stable_engine_config(
     config: Mapping[str, Any] | None, model_store: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
     """The engine's reported configuration with its command made stable (see stable_command),
-    and the checkpoint path a runner's model store gave named by its model instead: where a
-    machine keeps the weights does not change what they measure."""
+    and the checkpoint paths a runner's model store gave (the model's, the draft model's) named
+    by their store keys instead: where a machine keeps the weights does not change what they
+    measure."""
     if not config:
         return None
     stable = dict(config)
-    path = str((model_store or {}).get("path") or "")
-    if path:
-        stable = _without_path(stable, path, f"<model store: {model_store.get('model_key')}>")
+    store = model_store or {}
+    for path_key, name_key in (("path", "model_key"), ("draft_path", "draft_model_key")):
+        path = str(store.get(path_key) or "")
+        if path:
+            stable = _without_path(stable, path, f"<model store: {store.get(name_key)}>")
     if isinstance(stable.get("command"), list | tuple):
         stable["command"] = stable_command(stable["command"])
     return stable

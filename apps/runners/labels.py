@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stackselect_domain.engine_versions import BUILD_SERIES, release_accepts, version_series
@@ -21,6 +21,16 @@ MAX_GPUS = 64
 MAX_MODELS = 64
 # Ships with every runner; its version is the runner's own, so jobs never ask for one.
 SIMULATED_ENGINE = "simulated"
+# llama.cpp's frontends (stackselect_domain.speculative.METHOD_FRONTENDS): the probe reports
+# llama-server's build as the "llama-cpp" engine, or "llama-cpp-python <version>" there when
+# only the Python package serves it, and the Python package as "llama-cpp-python".
+LLAMA_CPP = "llama-cpp"
+LLAMA_SERVER = "llama-server"
+LLAMA_CPP_PYTHON = "llama-cpp-python"
+FRONTEND_WORDS = {
+    LLAMA_SERVER: "llama.cpp's own server, needed to speculate with a draft model",
+    LLAMA_CPP_PYTHON: "llama.cpp's Python server, needed to speculate by prompt lookup",
+}
 _MIB_PER_GB = 1e9 / 2**20
 
 
@@ -40,6 +50,8 @@ class Labels:
     # The catalog model slugs (a custom model's checkpoint name) the runner's model store maps
     # to local checkpoints: a real engine runs only those.
     models: frozenset[str] = frozenset()
+    # Draft model key (a plan's speculative.draft_model) -> the models it drafts for.
+    drafts: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -48,7 +60,26 @@ class Labels:
             "engines": sorted(self.engines),
             "simulated": self.simulated,
             "models": sorted(self.models),
+            "draft_models": {key: sorted(models) for key, models in sorted(self.drafts.items())},
         }
+
+    def drafts_for(self, model: str) -> list[str]:
+        return sorted(key for key, models in self.drafts.items() if model in models)
+
+    def frontends(self, engine: str) -> dict[str, str]:
+        """The frontends of `engine` this runner has, with their versions (only llama.cpp has
+        more than one; empty for the others)."""
+        if engine != LLAMA_CPP or engine not in self.engines:
+            return {}
+        build = self.engines[engine]
+        prefix = LLAMA_CPP_PYTHON + " "
+        if build.startswith(prefix):
+            found = {LLAMA_CPP_PYTHON: build.removeprefix(prefix)}
+        else:
+            found = {LLAMA_SERVER: build}
+        if LLAMA_CPP_PYTHON in self.engines:
+            found[LLAMA_CPP_PYTHON] = self.engines[LLAMA_CPP_PYTHON]
+        return found
 
 
 def _tokens(name: str) -> list[str]:
@@ -91,6 +122,31 @@ def _require_mapping(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
+def _is_slug(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _validate_drafts(drafts: Any) -> None:
+    """`draft_models`: draft model key -> the model slugs it drafts for, each a non-empty list."""
+    if not isinstance(drafts, Mapping) or len(drafts) > MAX_MODELS:
+        raise ValueError(
+            f"probe.draft_models: must be an object of at most {MAX_MODELS} draft model keys, "
+            "each mapped to the model slugs it drafts for"
+        )
+    for key, models in drafts.items():
+        if not _is_slug(key):
+            raise ValueError("probe.draft_models: draft model keys must be non-empty strings")
+        if (
+            not isinstance(models, list)
+            or not 0 < len(models) <= MAX_MODELS
+            or not all(_is_slug(model) for model in models)
+        ):
+            raise ValueError(
+                f"probe.draft_models.{key}: must be a list of 1 to {MAX_MODELS} model slugs "
+                "(non-empty strings) it drafts for"
+            )
+
+
 def validate_probe(probe: Any) -> dict[str, Any]:
     """Check the fields routing relies on; other probe fields are kept as sent."""
     probe = dict(_require_mapping(probe, "probe"))
@@ -118,6 +174,7 @@ def validate_probe(probe: Any) -> dict[str, Any]:
         raise ValueError(
             f"probe.models: must be a list of at most {MAX_MODELS} model slugs (non-empty strings)"
         )
+    _validate_drafts(probe.get("draft_models", {}))
     if not isinstance(probe.get("simulated", False), bool):
         raise ValueError("probe.simulated: must be true or false")
     simulated_accelerator = probe.get("simulated_accelerator")
@@ -143,20 +200,28 @@ def derive_labels(probe: Mapping[str, Any], catalog: Iterable[CatalogAccelerator
     accelerator = match_accelerator(name, memory, catalog) if name else None
     engines = {key: value or "" for key, value in dict(probe.get("engines", {})).items()}
     models = frozenset(str(model).strip() for model in probe.get("models", []))
-    return Labels(accelerator, gpu_count, engines, simulated, models)
+    drafts = {
+        str(key).strip(): frozenset(str(model).strip() for model in slugs)
+        for key, slugs in dict(probe.get("draft_models", {})).items()
+    }
+    return Labels(accelerator, gpu_count, engines, simulated, models, drafts)
 
 
 @dataclass(frozen=True)
 class JobNeeds:
     """What a job asks of a runner: the hardware, the engine adapter it launches, the catalog
     release of that engine and the model its store must hold (both empty for the simulated
-    engine, which ships with every runner and needs no checkpoint)."""
+    engine, which ships with every runner and needs no checkpoint), and for speculative
+    decoding the draft model its store must hold for that model and the engine's frontend
+    that speculates that way (both empty when the job needs none)."""
 
     accelerator: str
     gpu_count: int
     engine: str
     engine_version: str = ""
     model: str = ""
+    draft_model: str = ""
+    frontend: str = ""
 
     @property
     def series(self) -> str | None:
@@ -172,9 +237,12 @@ class JobNeeds:
         return f"{name} {self.series}" if self.series else name
 
     def wanted(self, engine_name: str, hardware: str) -> str:
-        """What a runner must have, in words: "vLLM 0.8 with model llama-3.1-8b on 1 x ..."."""
+        """What a runner must have, in words: "vLLM 0.8 with model llama-3.1-8b on 1 x ...",
+        "llama.cpp (any build) through llama-server with model m and draft model d on ..."."""
+        frontend = f" through {self.frontend}" if self.frontend else ""
         model = f" with model {self.model}" if self.model else ""
-        return f"{self.engine_words(engine_name)}{model} on {hardware}"
+        draft = f" and draft model {self.draft_model}" if self.draft_model else ""
+        return f"{self.engine_words(engine_name)}{frontend}{model}{draft} on {hardware}"
 
 
 def runner_queue(runner_id: int) -> str:
@@ -189,17 +257,31 @@ def _series_token(series: str | None) -> str:
     return ".any-build" if series == BUILD_SERIES else f".v{series}"
 
 
+def _token(kind: str, key: str) -> str:
+    """`.<kind>-<key>`, with any character a queue name cannot hold as `_` (a custom model's
+    checkpoint name, a draft model's hub-style name, have a `/`); empty for no key."""
+    return f".{kind}-" + re.sub(r"[^A-Za-z0-9._-]", "_", key) if key else ""
+
+
 def _model_token(model: str) -> str:
-    """`.model-<key>`, with any character a queue name cannot hold as `_` (a custom model's
-    checkpoint name has a `/`); empty for a job that needs no checkpoint."""
-    return ".model-" + re.sub(r"[^A-Za-z0-9._-]", "_", model) if model else ""
+    return _token("model", model)
+
+
+def _speculation_token(draft_model: str, frontend: str) -> str:
+    """`.draft-<key>` for the draft model, then `.frontend-<name>` for the frontend."""
+    return _token("draft", draft_model) + _token("frontend", frontend)
 
 
 def pool_queue(needs: JobNeeds, *, team_id: int) -> str:
-    """One pool per (hardware, engine, release series, model): only runners that have that
-    engine in that series and the model in their store consume it, so no runner takes a job it
-    would have to refuse."""
-    engine = needs.engine + _series_token(needs.series) + _model_token(needs.model)
+    """One pool per (hardware, engine, release series, model, draft model, frontend): only
+    runners that have that engine in that series, the model (and the draft model for it) in
+    their store and the frontend consume it, so no runner takes a job it would have to refuse."""
+    engine = (
+        needs.engine
+        + _series_token(needs.series)
+        + _model_token(needs.model)
+        + _speculation_token(needs.draft_model, needs.frontend)
+    )
     return f"pool.{team_id}.{needs.accelerator}.{needs.gpu_count}.{engine}"
 
 
@@ -231,9 +313,20 @@ def unfit_reason(
     if installed is None or (needs.series and not release_accepts(needs.engine_version, installed)):
         has = ", ".join(_engine_with_version(labels, name) for name in sorted(labels.engines))
         return f"lacks {needs.engine_words(engine_name)} (it has {has or 'no engine'})"
+    frontends = labels.frontends(needs.engine)
+    if needs.frontend and needs.frontend not in frontends:
+        has = ", ".join(f"{name} {version}".strip() for name, version in frontends.items())
+        words = FRONTEND_WORDS.get(needs.frontend)
+        why = f"{words}; " if words else ""
+        return f"lacks {needs.frontend} ({why}it has {has or 'no frontend of it'})"
     if needs.model and needs.model not in labels.models:
         has = ", ".join(sorted(labels.models)) or "no model"
         return f"lacks model {needs.model} in its store (it has {has})"
+    if needs.draft_model and needs.draft_model not in labels.drafts_for(needs.model):
+        has = ", ".join(labels.drafts_for(needs.model)) or "no draft model for it"
+        return (
+            f"lacks draft model {needs.draft_model} for {needs.model} in its store (it has {has})"
+        )
     return None
 
 
@@ -242,9 +335,18 @@ def _engine_with_version(labels: Labels, engine: str) -> str:
     return f"{engine} {version}" if version and engine != SIMULATED_ENGINE else engine
 
 
+def _speculation_tokens(labels: Labels, engine: str, model: str) -> list[str]:
+    """The model's pool suffixes: none, each draft model the store has for it, and each of
+    those with each frontend of the engine the runner has (llama.cpp's only)."""
+    drafts = [""] + [_speculation_token(draft, "") for draft in labels.drafts_for(model)]
+    frontends = [_speculation_token("", frontend) for frontend in labels.frontends(engine)]
+    return drafts + [draft + frontend for frontend in frontends for draft in drafts]
+
+
 def _engine_pools(labels: Labels) -> list[str]:
     """The simulated engine's pool; for a real engine, its pool and that of its installed
-    release series, each once per model in the runner's store (none: no real-engine pools)."""
+    release series, each once per model in the runner's store (none: no real-engine pools) and
+    per draft model and frontend it has for that model."""
     pools = []
     for engine in sorted(labels.engines):
         if engine == SIMULATED_ENGINE:
@@ -252,7 +354,12 @@ def _engine_pools(labels: Labels) -> list[str]:
             continue
         series = version_series(labels.engines[engine])
         engines = [engine, engine + _series_token(series)] if series else [engine]
-        pools += [name + _model_token(model) for name in engines for model in sorted(labels.models)]
+        pools += [
+            name + _model_token(model) + suffix
+            for name in engines
+            for model in sorted(labels.models)
+            for suffix in _speculation_tokens(labels, engine, model)
+        ]
     return pools
 
 

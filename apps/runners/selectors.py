@@ -67,6 +67,9 @@ def labels_of(runner: Runner) -> Labels:
         engines=dict(runner.engines),
         simulated=runner.simulated,
         models=frozenset(labels.get("models") or ()),
+        drafts={
+            key: frozenset(models) for key, models in (labels.get("draft_models") or {}).items()
+        },
     )
 
 

@@ -48,6 +48,13 @@ ENGINE_METHODS: dict[str, frozenset[str]] = {
     "tgi": frozenset({"ngram"}),
     "llama-cpp": frozenset({"draft", "ngram"}),
 }
+# The frontend a speculating job must run on, for engines whose runner has more than one:
+# llama.cpp drafts only in llama-server and does prompt lookup only in llama-cpp-python. The
+# planner sets it in engine.options.frontend, so routing sends the job only to a runner that
+# has that frontend instead of letting the runner pick one that cannot speculate that way.
+METHOD_FRONTENDS: dict[str, dict[str, str]] = {
+    "llama-cpp": {"draft": "llama-server", "ngram": "llama-cpp-python"},
+}
 
 
 class SpeculativeError(ValueError):
@@ -130,3 +137,8 @@ def engine_refusal(engine: str, method: str) -> str | None:
         return None
     can = ", ".join(m for m in SPECULATIVE_METHODS if m in methods)
     return f"{engine} cannot speculate with {method} (it can with {can})"
+
+
+def speculative_frontend(engine: str, method: str) -> str | None:
+    """The frontend `engine` must speculate with `method` on (None: the engine has one)."""
+    return METHOD_FRONTENDS.get(engine, {}).get(method)

@@ -213,11 +213,14 @@ def doctor(args: argparse.Namespace) -> None:
 
 
 def models(args: argparse.Namespace) -> None:
-    """List, add or remove the model store's entries (catalog slug -> local checkpoint)."""
+    """List, add or remove the model store's entries (catalog slug -> local checkpoint, and
+    draft models with the models they draft for)."""
     store = _model_store(_settings())
     try:
         if args.action == "add":
-            print(f"{args.slug} -> {store.add(args.slug, args.checkpoint)}")
+            path = store.add(args.slug, args.checkpoint, args.draft_for)
+            draft = f" (draft for {', '.join(args.draft_for)})" if args.draft_for else ""
+            print(f"{args.slug} -> {path}{draft}")
             store.save()
         elif args.action == "remove":
             store.remove(args.slug)
@@ -240,6 +243,14 @@ def _add_models_command(commands: argparse._SubParsersAction) -> None:
     add = actions.add_parser("add", help="map a catalog model slug to a local checkpoint")
     add.add_argument("slug", help="the catalog model's slug, e.g. llama-3.1-8b")
     add.add_argument("checkpoint", help="a checkpoint folder or file (a .gguf for llama.cpp)")
+    add.add_argument(
+        "--draft-for",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="store it as a speculative draft model of this catalog model (repeatable); the "
+        "slug is then the draft name plans give, e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    )
     remove = actions.add_parser("remove", help="forget a model")
     remove.add_argument("slug")
     parser.set_defaults(handler=models)

@@ -1,8 +1,9 @@
 """What this machine offers as a runner and what it lacks, in words (`status` and `doctor`).
 
-Read from the same probe the server routes by: engines and their versions, GPUs, and whether
-the enrolled broker and server can be reached from here. A runner host is usually another
-machine than the server, so a loopback or filesystem broker is named as a problem.
+Read from the same probe the server routes by: engines and their versions, GPUs, the models
+and draft models in the store, and whether the enrolled broker and server can be reached from
+here. A runner host is usually another machine than the server, so a loopback or filesystem
+broker is named as a problem.
 """
 
 from __future__ import annotations
@@ -100,8 +101,18 @@ def _engines(probe: Mapping[str, Any], findings: Findings) -> None:
 
 
 def _models(probe: Mapping[str, Any], store: ModelStore, findings: Findings) -> None:
-    for line in store.lines():
-        findings.found.append(f"model {line}")
+    for slug, path in sorted(store.models.items()):
+        findings.found.append(f"model {slug} -> {path}")
+    for line in store.draft_lines():
+        findings.found.append(f"draft model {line}")
+    for draft, models in store.draft_models().items():
+        for model in models:
+            if model not in store.models:
+                findings.missing.append(
+                    f"model {model}, which draft model {draft} drafts for: a job speculates "
+                    f"with the draft only on its model; `stackselect-runner models add {model} "
+                    "/path/to/checkpoint`"
+                )
     has_real_engine = any(name in (probe.get("engines") or {}) for name in REAL_ENGINES)
     if has_real_engine and not store.models:
         findings.missing.append(

@@ -95,6 +95,20 @@ def _first_requests(harness: HarnessSpec, count: int) -> HarnessSpec:
     return replace(harness, requests=tuple(ordered[:count]))
 
 
+def _stored_checkpoints(
+    store: ModelStore, model_key: str, options: Mapping[str, Any]
+) -> dict[str, str]:
+    """The local checkpoints of the job's model and of its speculative draft model, if any
+    (ModelMissing before any launch when the store lacks either)."""
+    found = {"model_key": model_key, "path": store.checkpoint_for(model_key)}
+    speculative = options.get("speculative")
+    draft = speculative.get("draft_model") if isinstance(speculative, Mapping) else None
+    if isinstance(draft, str) and draft.strip():
+        found["draft_model_key"] = draft.strip()
+        found["draft_path"] = store.draft_checkpoint_for(draft.strip(), model_key)
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class JobPlan:
     """The parsed job spec: what to launch, and the load points or the rate search to run.
@@ -107,7 +121,8 @@ class JobPlan:
     harness: HarnessSpec
     load_points: tuple[LoadPoint, ...]
     search: SearchSpec | None = None
-    # {"model_key", "path"}: the checkpoint this runner's model store gave the job, if any.
+    # {"model_key", "path"}: the checkpoint this runner's model store gave the job, if any, and
+    # {"draft_model_key", "draft_path"} when it speculates with a draft model.
     model_store: Mapping[str, str] | None = None
     quality: QualitySpec | None = None
     tuning: Mapping[str, Any] | None = None
@@ -132,10 +147,12 @@ class JobPlan:
         model_store = None
         if engine.get("model_key") and engine["adapter"] != SimulatedEngineAdapter.slug:
             # The simulated engine ships with the agent and needs no checkpoint.
-            store = ModelStore.of(settings)
-            key = str(engine["model_key"])
-            model_store = {"model_key": key, "path": store.checkpoint_for(key)}
+            model_store = _stored_checkpoints(
+                ModelStore.of(settings), str(engine["model_key"]), options
+            )
             options = {**options, "model_path": model_store["path"]}
+            if "draft_path" in model_store:
+                options["draft_model_path"] = model_store["draft_path"]
         launch = LaunchSpec(
             model=str(engine["model"]),
             served_model_name=engine.get("served_model_name"),

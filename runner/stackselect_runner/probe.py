@@ -289,10 +289,12 @@ def probe_environment(
     sources: ProbeSources | None = None,
     *,
     models: Sequence[str] = (),
+    drafts: Mapping[str, Sequence[str]] | None = None,
     offered: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The probe document; a simulated runner's gpu_count is the count it declares, `models`
-    are the catalog slugs its model store serves, and `offered` (STACKSELECT_RUNNER_ENGINES)
+    are the catalog slugs its model store serves, `drafts` its draft models (key -> the models
+    each drafts for), and `offered` (STACKSELECT_RUNNER_ENGINES)
     limits the engines it reports to those its operator offers (the simulated engine stays)."""
     sources = sources or ProbeSources()
     accelerators = _nvidia(sources) or _rocm(sources) or _accelerator_fields([])
@@ -311,4 +313,5 @@ def probe_environment(
         "simulated": simulated is not None,
         "simulated_accelerator": simulated.accelerator if simulated else None,
         "models": list(models),
+        "draft_models": {key: list(slugs) for key, slugs in (drafts or {}).items()},
     }

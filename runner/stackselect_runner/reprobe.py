@@ -34,10 +34,15 @@ GPU_FIELDS = ("gpus", "gpu_count", "gpu_model", "interconnect", "topology")
 
 
 def runner_probe(settings: RunnerSettings, simulated: SimulatedHardware | None) -> dict[str, Any]:
-    """The probe, with the slugs of the models this runner's store holds (ConfigError for a
-    malformed store)."""
-    models = sorted(ModelStore.of(settings).models)
-    return probe_environment(simulated, models=models, offered=settings.engines)
+    """The probe, with the slugs of the models this runner's store holds and its draft models
+    (ConfigError for a malformed store)."""
+    store = ModelStore.of(settings)
+    return probe_environment(
+        simulated,
+        models=sorted(store.models),
+        drafts=store.draft_models(),
+        offered=settings.engines,
+    )
 
 
 class TaskConsumer(Protocol):

@@ -1,9 +1,10 @@
 """Engine-aware dispatch: a job reaches only runners whose probe reports its engine.
 
 A measured plan for an engine no runner has waits, saying which runners there are and what
-each lacks (the engine, or the model in its store); it never falls back to the simulated
-engine. Messages go through the real Redis broker, and runners enroll and claim through the
-real runner API.
+each lacks (the engine, the model in its store, for a speculating job the draft model declared
+for that model or the llama.cpp frontend that speculates its way); it never falls back to the
+simulated engine. Messages go through the real Redis broker, and runners enroll and claim
+through the real runner API.
 """
 
 from __future__ import annotations
@@ -260,3 +261,121 @@ def test_a_running_runner_that_gains_the_model_reports_it_and_the_waiting_job_go
         assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
     finally:
         broker.delete(attempt.queue)
+
+
+EAGLE3 = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+
+
+def _speculating_plan(alice, acme, selection, capture, speculative: dict):
+    with capture(execute=True):
+        return plan_create(
+            actor_user=alice,
+            team=acme,
+            selection_id=selection.pk,
+            options=PlanOptions(
+                request_count=4, load_points=({"rate_rps": 1.0},), speculative=speculative
+            ),
+        )
+
+
+def test_a_speculating_job_waits_for_a_runner_whose_store_has_the_draft_for_its_model(
+    alice, acme, selection, client, alice_client, broker, django_capture_on_commit_callbacks
+):
+    _, gpu_api, queues = _enroll(client, alice, acme, "gpu-1", {"vllm": "0.8.0"})
+    speculative = {"method": "eagle3", "draft_model": EAGLE3, "num_tokens": 3}
+    plan = _speculating_plan(
+        alice, acme, selection, django_capture_on_commit_callbacks, speculative
+    )
+    job = plan.jobs.get()
+    attempt = job.attempts.get()
+    try:
+        needs = f"vLLM 0.8 with model {MODEL} and draft model {EAGLE3} on 1 x NVIDIA H100 SXM"
+        assert job.state == "waiting_for_runner"
+        assert job.state_reason.startswith(f"No online runner has {needs} (h100-sxm). ")
+        missing = f"gpu-1 lacks draft model {EAGLE3} for {MODEL} in its store (it has no draft"
+        assert missing in job.state_reason
+        assert f"models add {EAGLE3} /path/to/draft --draft-for {MODEL}" in job.state_reason
+        assert missing in alice_client.get(f"/benchmarks/{plan.pk}/").content.decode()
+        assert attempt.queue not in queues
+        refused = gpu_api.post(f"attempts/{attempt.pk}/claim")
+        assert (
+            refused.status_code == 403 and f"lacks draft model {EAGLE3}" in refused.json()["detail"]
+        )
+
+        # `stackselect-runner models add <key> <path> --draft-for llama-3.1-8b`, then a probe.
+        probe = {**simulated_probe(), "engines": {"vllm": "0.8.0"}, "models": [MODEL],
+                 "draft_models": {EAGLE3: [MODEL]}}  # fmt: skip
+        answer = gpu_api.post("probe", {"probe": probe})
+        assert answer.status_code == 200, answer.content
+        job.refresh_from_db()
+        assert job.state == "queued"
+        assert (
+            job.state_reason == f"Queued for {needs} (h100-sxm) on the runners that have it: gpu-1."
+        )
+        assert attempt.queue in answer.json()["queues"]
+        assert gpu_api.post(f"attempts/{attempt.pk}/claim").status_code == 200
+    finally:
+        broker.delete(attempt.queue)
+
+
+def _llama_cpp(selection) -> None:
+    candidate = selection.candidates.get()
+    candidate.stack = {**candidate.stack, "engine": "llama-cpp", "engine_version": "b4034"}
+    candidate.save(update_fields=["stack"])
+
+
+def test_a_llama_cpp_draft_job_waits_for_llama_server_and_a_prompt_lookup_job_for_the_python_one(
+    alice, acme, selection, client, broker, django_capture_on_commit_callbacks
+):
+    _llama_cpp(selection)
+    python_engines = {"llama-cpp": "llama-cpp-python 0.3.36", "llama-cpp-python": "0.3.36"}
+    _, python_api, python_queues = _enroll(client, alice, acme, "cpu-python", python_engines)
+    # A draft plan needs llama-server: the runner that has only llama-cpp-python is told why.
+    draft = {"method": "draft", "draft_model": "llama-3.2-1b-gguf", "num_tokens": 4}
+    plan = _speculating_plan(alice, acme, selection, django_capture_on_commit_callbacks, draft)
+    job = plan.jobs.get()
+    attempt = job.attempts.get()
+    queues = [attempt.queue]
+    try:
+        assert job.engine["options"]["frontend"] == "llama-server"
+        assert job.state == "waiting_for_runner"
+        assert (
+            "cpu-python lacks llama-server (llama.cpp's own server, needed to speculate with a "
+            "draft model; it has llama-cpp-python 0.3.36)"
+        ) in job.state_reason
+        assert attempt.queue not in python_queues
+        assert python_api.post(f"attempts/{attempt.pk}/claim").status_code == 403
+
+        _, server_api, server_queues = _enroll(
+            client, alice, acme, "gpu-server", {"llama-cpp": "4034 (3e0ba0e6)"}
+        )
+        job.refresh_from_db()
+        assert "gpu-server lacks draft model llama-3.2-1b-gguf for" in job.state_reason
+        assert attempt.queue not in server_queues
+        server_probe = {
+            **simulated_probe(),
+            "engines": {"llama-cpp": "4034 (3e0ba0e6)"},
+            "models": [MODEL],
+            "draft_models": {"llama-3.2-1b-gguf": [MODEL]},
+        }
+        answer = server_api.post("probe", {"probe": server_probe})
+        job.refresh_from_db()
+        assert job.state == "queued"
+        assert "on the runners that have it: gpu-server." in job.state_reason
+        assert attempt.queue in answer.json()["queues"]
+
+        # Prompt lookup runs only in llama-cpp-python: the llama-server runner does not take it.
+        ngram = {"method": "ngram", "num_tokens": 3}
+        lookup = _speculating_plan(
+            alice, acme, selection, django_capture_on_commit_callbacks, ngram
+        )
+        lookup_job = lookup.jobs.get()
+        queues.append(lookup_job.attempts.get().queue)
+        assert lookup_job.engine["options"]["frontend"] == "llama-cpp-python"
+        assert lookup_job.state == "queued"
+        assert "on the runners that have it: cpu-python." in lookup_job.state_reason
+        assert "Not the others: gpu-server lacks llama-cpp-python" in lookup_job.state_reason
+        assert queues[1] in python_queues and queues[1] not in answer.json()["queues"]
+        assert server_api.post(f"attempts/{lookup_job.attempts.get().pk}/claim").status_code == 403
+    finally:
+        broker.delete(*queues)

@@ -12,11 +12,15 @@ import pytest
 from django.core.exceptions import ValidationError
 from stackselect_domain.identity import fingerprint
 from stackselect_domain.speculative import Speculative
+from stackselect_runner.config import RunnerSettings
 from stackselect_runner.engines import LaunchSpec, StackSettings, get_engine_adapter
+from stackselect_runner.jobrun import JobPlan
+from stackselect_runner.model_store import ModelStore
 
 from apps.audit.models import AuditEvent
 from apps.benchmarks.models import BenchmarkPlan
 from apps.benchmarks.plan_identity import PlanOptionError, PlanOptions
+from apps.benchmarks.selectors import attempt_spec
 from apps.benchmarks.services import plan_create
 from apps.evidence.run_identity import runner_identity
 
@@ -53,15 +57,24 @@ def _post(client, selection, **body):
     )
 
 
-def _launch(engine: dict) -> LaunchSpec:
-    """What a runner launches for the job's engine section (nothing is started here)."""
-    return LaunchSpec(
-        model=engine["model"],
-        served_model_name=engine["served_model_name"],
-        port=8100,
-        log_path=Path("attempt-1/engine.log"),
-        options=engine["options"],
-    )
+def _runner_plan(job, tmp_path: Path) -> JobPlan:
+    """What a runner makes of the job's spec as it claims it (nothing is started here): its
+    model store holds the job's model and, declared a draft of it, the plan's draft model."""
+    store = ModelStore(tmp_path / "models.json")
+    model = job.engine["model_key"]
+    for name in ("model", "draft"):
+        (tmp_path / name).mkdir(parents=True, exist_ok=True)
+    store.add(model, str(tmp_path / "model"))
+    draft = (job.engine["options"].get("speculative") or {}).get("draft_model")
+    if draft:
+        store.add(draft, str(tmp_path / "draft"), [model])
+    store.save()
+    settings = RunnerSettings(work_dir=tmp_path / "work", models_file=store.path)
+    return JobPlan.from_spec(attempt_spec(job.attempts.get()), settings, job.attempts.get().pk)
+
+
+def _launch(job, tmp_path: Path) -> LaunchSpec:
+    return _runner_plan(job, tmp_path).launch
 
 
 def _engine(selection, slug: str, **stack) -> None:
@@ -150,30 +163,36 @@ def test_the_plan_form_plans_with_speculative_decoding_and_the_plan_page_says_so
 
 
 def test_a_speculative_plan_sends_it_to_each_job_and_the_runners_adapter_emits_its_flags(
-    alice, acme, selection
+    alice, acme, selection, tmp_path
 ):
     job = _plan(alice, acme, selection, speculative=EAGLE3).jobs.get()
     assert job.engine["adapter"] == "vllm"
     assert job.engine["options"]["speculative"] == EAGLE3
-    # The runner's side, as it receives the job spec: StackSettings parses the options...
-    settings = StackSettings.from_options(job.engine["options"])
+    # The runner's side, as it receives the job spec: its model store gives the draft's
+    # checkpoint, StackSettings parses the options...
+    launch = _launch(job, tmp_path)
+    settings = StackSettings.from_options(launch.options)
     assert settings.speculative == Speculative(
         method="eagle3", num_tokens=3, draft_model=EAGLE3["draft_model"]
     )
-    # ...and the adapter turns them into vLLM's own flag.
-    command = get_engine_adapter("vllm").command_for(settings, _launch(job.engine))
+    assert settings.draft_model_path == str(tmp_path / "draft")
+    # ...and the adapter turns them into vLLM's own flag, on the local draft, never the hub's.
+    command = get_engine_adapter("vllm").command_for(settings, launch)
     assert json.loads(command[command.index("--speculative-config") + 1]) == {
         "method": "eagle3",
-        "model": EAGLE3["draft_model"],
+        "model": str(tmp_path / "draft"),
         "num_speculative_tokens": 3,
     }
 
 
-def test_an_sglang_job_gets_sglangs_speculative_flags_from_the_same_options(alice, acme, selection):
+def test_an_sglang_job_gets_sglangs_speculative_flags_from_the_same_options(
+    alice, acme, selection, tmp_path
+):
     _engine(selection, "sglang")
     job = _plan(alice, acme, selection, speculative={"method": "mtp", "num_tokens": 2}).jobs.get()
-    settings = StackSettings.from_options(job.engine["options"])
-    command = get_engine_adapter("sglang").command_for(settings, _launch(job.engine))
+    launch = _launch(job, tmp_path)
+    settings = StackSettings.from_options(launch.options)
+    command = get_engine_adapter("sglang").command_for(settings, launch)
     assert command[-4:] == [
         "--speculative-algorithm", "NEXTN", "--speculative-num-draft-tokens", "2",
     ]  # fmt: skip
@@ -196,13 +215,18 @@ def test_speculative_decoding_is_part_of_the_plan_identity(alice, acme, selectio
     assert len(fingerprints) == 3
 
 
-def test_runs_of_two_plans_differing_only_in_speculation_do_not_pool(alice, acme, selection):
-    """The run identity the evidence pools by, from what the runner's adapter reports."""
+def test_runs_of_two_plans_differing_only_in_speculation_do_not_pool(
+    alice, acme, selection, tmp_path
+):
+    """The run identity the evidence pools by, from what the runner's adapter reports; where
+    a runner keeps the draft's weights does not count."""
+    folders = iter(range(10))
 
     def run_fingerprint(plan) -> str:
         job = plan.jobs.get()
-        config = get_engine_adapter(job.engine["adapter"]).effective_config(_launch(job.engine))
-        engine = {"effective_config": config, "version": "0.8.0"}
+        runner = _runner_plan(job, tmp_path / f"runner-{next(folders)}")
+        config = get_engine_adapter(job.engine["adapter"]).effective_config(runner.launch)
+        engine = {"effective_config": config, "version": "0.8.0", "model_store": runner.model_store}
         return fingerprint(
             runner_identity(plan_identity=plan.identity, stack=job.stack, engine=engine, harness={})
         )
@@ -222,7 +246,7 @@ def test_the_plan_create_audit_event_records_the_speculative_setting(alice, acme
 
 
 def test_lmdeploy_speculating_plans_for_its_pytorch_engine_so_a_capture_limit_sweep_is_allowed(
-    alice, acme, selection
+    alice, acme, selection, tmp_path
 ):
     _engine(selection, "lmdeploy", precision="bf16")
     sweep = {"tuning_sweep": True, "tuning_values": {"cuda_graph_max_batch": [64]}}
@@ -236,7 +260,7 @@ def test_lmdeploy_speculating_plans_for_its_pytorch_engine_so_a_capture_limit_sw
         {"cuda_graph_max_batch": 64},
     ]
     swept = plan.jobs.order_by("pk").last()
-    command = get_engine_adapter("lmdeploy").build_command(_launch(swept.engine))
+    command = get_engine_adapter("lmdeploy").build_command(_launch(swept, tmp_path))
     assert command[command.index("--backend") + 1] == "pytorch"
     assert command[command.index("--cudagraph-capture-batch-sizes") + 1] == "1"
 

@@ -14,6 +14,8 @@ from stackselect_runner.engines.base import ENGINE_CPUS_ENV, engine_cpus
 from stackselect_runner.engines.tensorrt_llm import EXTRA_OPTIONS_FILE
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+# Where a runner's model store keeps a draft model: the engine is given this, never a hub name.
+DRAFT_PATH = "/models/drafts/EAGLE-LLaMA3.1-Instruct-8B"
 MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 DENSE_TP2_BF16 = {
     "precision": "bf16",
@@ -74,13 +76,26 @@ def test_vllm_expert_parallelism_spans_tp_times_dp_with_fp8_weights_and_kv(tmp_p
 
 def test_vllm_speculative_decoding_goes_into_its_json_config(tmp_path):
     spec = {"method": "eagle", "draft_model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_tokens": 3}
-    built = command("vllm", launch(tmp_path, LLAMA, speculative=spec, prefix_caching=False))
+    built = command(
+        "vllm",
+        launch(
+            tmp_path, LLAMA, speculative=spec, draft_model_path=DRAFT_PATH, prefix_caching=False
+        ),
+    )
     assert json.loads(built[built.index("--speculative-config") + 1]) == {
         "method": "eagle",
-        "model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B",
+        "model": DRAFT_PATH,
         "num_speculative_tokens": 3,
     }
     assert "--no-enable-prefix-caching" in built
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "lmdeploy"])
+def test_an_adapter_refuses_a_draft_model_without_its_local_checkpoint(engine, tmp_path):
+    """Given only the plan's draft name, an engine would download it from a hub."""
+    spec = {"method": "eagle", "draft_model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_tokens": 3}
+    with pytest.raises(ValueError, match=r"^engine\.options\.draft_model_path: missing; "):
+        command(engine, launch(tmp_path, LLAMA, precision="bf16", speculative=spec))
 
 
 def test_sglang_uses_its_own_names_and_captures_cuda_graphs_up_to_the_batch_limit(tmp_path):
@@ -119,12 +134,12 @@ def test_tensorrt_llm_puts_kv_dtype_block_reuse_and_cuda_graphs_in_its_options_f
 
 def test_tensorrt_llm_speculation_uses_the_decoding_config_names_of_the_pinned_release(tmp_path):
     draft = {"method": "draft", "draft_model": "meta-llama/Llama-3.2-1B", "num_tokens": 4}
-    spec = launch(tmp_path, LLAMA, speculative=draft)
+    spec = launch(tmp_path, LLAMA, speculative=draft, draft_model_path="/models/Llama-3.2-1B")
     options = get_engine_adapter("tensorrt-llm").effective_config(spec)["extra_llm_api_options"]
     assert options["speculative_config"] == {
         "decoding_type": "Draft_Target",
         "max_draft_len": 4,
-        "speculative_model": "meta-llama/Llama-3.2-1B",
+        "speculative_model": "/models/Llama-3.2-1B",
     }
     ngram = launch(tmp_path, LLAMA, speculative={"method": "ngram", "num_tokens": 3})
     config = get_engine_adapter("tensorrt-llm").effective_config(ngram)["extra_llm_api_options"]
@@ -170,11 +185,14 @@ def test_lmdeploy_serves_an_fp8_kv_cache_on_pytorch_since_turbomind_refuses_it(
 def test_lmdeploy_speculates_with_eagle3_on_pytorch_with_the_draft_model(tmp_path):
     eagle3 = {"method": "eagle3", "draft_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
               "num_tokens": 3}  # fmt: skip
-    built = command("lmdeploy", launch(tmp_path, LLAMA, precision="bf16", speculative=eagle3))
+    built = command(
+        "lmdeploy",
+        launch(tmp_path, LLAMA, precision="bf16", speculative=eagle3, draft_model_path=DRAFT_PATH),
+    )
     assert built[built.index("--backend") + 1] == "pytorch"
     assert built[-6:] == [
         "--speculative-algorithm", "eagle3",
-        "--speculative-draft-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        "--speculative-draft-model", DRAFT_PATH,
         "--speculative-num-draft-tokens", "3",
     ]  # fmt: skip
 

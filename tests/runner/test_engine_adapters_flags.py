@@ -29,6 +29,8 @@ from .test_engine_adapters_commands import launch as launch_for
 FLAG_SETS = Path(__file__).parent / "engine_flags"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 EAGLE = {"method": "eagle", "draft_model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_tokens": 3}
+# The draft's checkpoint in the runner's model store, which the engine is given.
+DRAFT_PATH = "/models/drafts/draft"
 # Representative stacks in the adapters' words; an adapter may refuse some (UnsupportedSetting).
 STACKS: dict[str, dict[str, Any]] = {
     "dense tp2 bf16": {"precision": "bf16", "tp": 2, "max_num_seqs": 128,
@@ -44,11 +46,13 @@ STACKS: dict[str, dict[str, Any]] = {
     "awq int4 with int8 kv": {"precision": "int4_awq", "kv_dtype": "int8"},
     "fp8 kv e5m2": {"precision": "bf16", "kv_dtype": "fp8_e5m2"},
     "memory fraction": {"precision": "bf16", "gpu_memory_fraction": 0.85},
-    "eagle speculation": {"precision": "bf16", "speculative": EAGLE},
+    "eagle speculation": {"precision": "bf16", "speculative": EAGLE,
+                          "draft_model_path": DRAFT_PATH},
     "n-gram speculation": {"precision": "bf16", "speculative": {"method": "ngram",
                                                                 "num_tokens": 4}},
     "draft model speculation": {"precision": "bf16", "speculative": {
-        "method": "draft", "draft_model": "meta-llama/Llama-3.2-1B-Instruct", "num_tokens": 4}},
+        "method": "draft", "draft_model": "meta-llama/Llama-3.2-1B-Instruct", "num_tokens": 4},
+        "draft_model_path": DRAFT_PATH},
     "mtp speculation": {"precision": "bf16", "speculative": {"method": "mtp", "num_tokens": 1}},
     "cuda graph capture limit": {"precision": "bf16", "max_num_seqs": 256,
                                  "cuda_graph_max_batch": 96},
@@ -182,7 +186,7 @@ def test_lmdeploys_eagle_command_passes_its_flag_set_on_the_pytorch_backend(tmp_
     assert flag_problems(argv, flag_set("lmdeploy")) == []
     assert _value(argv, "--backend") == "pytorch"
     assert _value(argv, "--speculative-algorithm") == "eagle"
-    assert _value(argv, "--speculative-draft-model") == EAGLE["draft_model"]
+    assert _value(argv, "--speculative-draft-model") == DRAFT_PATH
     assert _value(argv, "--speculative-num-draft-tokens") == "3"
 
 
@@ -255,7 +259,8 @@ DRAFT = {"method": "draft", "draft_model": "d.gguf", "num_tokens": 3}
 LLAMA_SERVER_STACKS: dict[str, dict[str, Any]] = {
     **{name: {**options, "max_num_seqs": 2} for name, options in LLAMA_STACKS.items()
        if "speculative" not in options},
-    "draft-model speculation": {"max_num_seqs": 2, "speculative": DRAFT},
+    "draft-model speculation": {"max_num_seqs": 2, "speculative": DRAFT,
+                                "draft_model_path": "d.gguf"},
     "rows split across two GPUs": {"precision": "q4_k_m", "tp": 2},
     "layers split across two GPUs": {"precision": "q4_k_m", "pp": 2},
 }  # fmt: skip

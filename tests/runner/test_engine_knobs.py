@@ -92,7 +92,8 @@ def test_every_knob_the_table_names_is_defined_by_the_engines_pinned_release(eng
         ({"precision": "fp8"}, "pytorch"),
         ({"precision": "bf16", "kv_dtype": "fp8_e5m2"}, "pytorch"),
         ({"precision": "bf16", "speculative": {"method": "eagle3", "draft_model": "d",
-                                               "num_tokens": 3}}, "pytorch"),
+                                               "num_tokens": 3},
+          "draft_model_path": "/models/d"}, "pytorch"),
     ],
 )  # fmt: skip
 def test_lmdeploy_serves_on_the_backend_the_domains_rule_names(options, backend, tmp_path):

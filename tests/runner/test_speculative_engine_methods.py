@@ -11,9 +11,11 @@ import pytest
 from stackselect_domain.speculative import (
     DRAFT_MODEL_METHODS,
     ENGINE_METHODS,
+    METHOD_FRONTENDS,
     SPECULATIVE_METHODS,
     Speculative,
     SpeculativeError,
+    speculative_frontend,
 )
 from stackselect_runner.engines import StackSettings, UnsupportedSetting, get_engine_adapter
 from stackselect_runner.engines.llama_cpp import FRONTENDS
@@ -23,28 +25,36 @@ from .test_engine_adapters_commands import launch
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
-def _speculative(method: str) -> dict:
-    draft = "drafts/draft-head.gguf" if method in DRAFT_MODEL_METHODS else None
-    return {"method": method, "draft_model": draft, "num_tokens": 3}
+def _options(method: str) -> dict:
+    """A stack speculating with `method`, its draft (if any) resolved by the model store."""
+    if method not in DRAFT_MODEL_METHODS:
+        return {"precision": "bf16", "speculative": {"method": method, "num_tokens": 3}}
+    speculative = {"method": method, "draft_model": "org/draft-head", "num_tokens": 3}
+    return {"precision": "bf16", "speculative": speculative, "draft_model_path": "draft.gguf"}
 
 
-def _builds(engine: str, method: str, tmp_path: Path) -> bool:
-    """Whether the engine's adapter (any llama.cpp frontend) builds a command for the method."""
-    options = {"precision": "bf16", "speculative": _speculative(method)}
+def _frontends_building(engine: str, method: str, tmp_path: Path) -> list[str]:
+    """The frontends (one, "", for an engine with one) whose command the adapter builds."""
     if engine == "llama-cpp":
-        attempts = [
-            launch(tmp_path, "model.gguf", **options, frontend=frontend) for frontend in FRONTENDS
-        ]
+        attempts = {
+            frontend: launch(tmp_path, "model.gguf", **_options(method), frontend=frontend)
+            for frontend in FRONTENDS
+        }
     else:
-        attempts = [launch(tmp_path, MODEL, **options)]
-    built = False
-    for spec in attempts:
+        attempts = {"": launch(tmp_path, MODEL, **_options(method))}
+    built = []
+    for frontend, spec in attempts.items():
         try:
             get_engine_adapter(engine).build_command(spec)
         except UnsupportedSetting:
             continue
-        built = True
+        built.append(frontend)
     return built
+
+
+def _builds(engine: str, method: str, tmp_path: Path) -> bool:
+    """Whether the engine's adapter (any llama.cpp frontend) builds a command for the method."""
+    return bool(_frontends_building(engine, method, tmp_path))
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_METHODS))
@@ -68,3 +78,13 @@ def test_the_runner_parses_speculation_with_the_domains_rule_and_names_the_job_s
         StackSettings.from_options(
             {"speculative": {"method": "ngram", "draft_model": "x", "num_tokens": 2}}
         )
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_FRONTENDS["llama-cpp"]))
+def test_the_llama_cpp_frontend_the_planner_names_for_a_method_is_the_one_that_speculates_so(
+    method, tmp_path
+):
+    assert _frontends_building("llama-cpp", method, tmp_path) == [
+        speculative_frontend("llama-cpp", method)
+    ]
+    assert set(METHOD_FRONTENDS["llama-cpp"].values()) == set(FRONTENDS)

@@ -35,6 +35,7 @@ def test_an_enrollment_token_enrolls_one_runner_and_is_refused_the_second_time(
         "engines": ["simulated"],
         "simulated": True,
         "models": [],
+        "draft_models": {},
     }
     assert body["queues"] == [f"runner.{runner.pk}", f"pool.{acme.pk}.h100-sxm.1.simulated"]
     assert body["credential"].startswith(f"ssr_{runner.credential_prefix}_")

@@ -62,6 +62,7 @@ def test_a_gpu_machine_is_labelled_from_its_first_gpu_and_count():
             "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559}] * 4,
             "engines": {"vllm": "0.8.0"},
             "models": ["llama-3.1-8b"],
+            "draft_models": {"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B": ["llama-3.1-8b"]},
         }
     )
     labels = derive_labels(probe, CATALOG)
@@ -71,6 +72,7 @@ def test_a_gpu_machine_is_labelled_from_its_first_gpu_and_count():
         "engines": ["vllm"],
         "simulated": False,
         "models": ["llama-3.1-8b"],
+        "draft_models": {"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B": ["llama-3.1-8b"]},
     }
 
 
@@ -93,6 +95,11 @@ def test_a_simulated_runner_takes_the_hardware_it_declares():
         ({"simulated": True}, "probe.simulated_accelerator"),
         ({"models": "llama-3.1-8b"}, "probe.models"),
         ({"models": ["llama-3.1-8b", ""]}, "probe.models"),
+        ({"draft_models": ["yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"]}, "probe.draft_models"),
+        ({"draft_models": {"": ["llama-3.1-8b"]}}, "probe.draft_models"),
+        ({"draft_models": {"eagle3": "llama-3.1-8b"}}, "probe.draft_models.eagle3"),
+        ({"draft_models": {"eagle3": []}}, "probe.draft_models.eagle3"),
+        ({"draft_models": {"eagle3": ["llama-3.1-8b", " "]}}, "probe.draft_models.eagle3"),
     ],
 )
 def test_a_bad_probe_names_the_field(probe, field):
@@ -182,3 +189,95 @@ def test_queue_names_keep_to_characters_the_embedded_filesystem_broker_accepts()
     assert "pool.3.l40s.2.sglang.v0.5.model-gemma-3-1b" in queues
     # kombu's filesystem transport refuses exchange names outside [A-Za-z0-9._-].
     assert [queue for queue in queues if not re.fullmatch(r"[A-Za-z0-9._-]+", queue)] == []
+
+
+EAGLE3 = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+
+
+def test_a_job_speculating_with_a_draft_model_goes_only_to_a_runner_whose_store_pairs_them():
+    engines = {"vllm": "0.8.5", "simulated": "1"}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}], "engines": engines,
+             "models": ["llama-3.1-8b", "qwen2.5-7b"]}  # fmt: skip
+    needs = JobNeeds("l40s", 1, "vllm", "0.8.0", "llama-3.1-8b", draft_model=EAGLE3)
+    plain = derive_labels(validate_probe(probe), CATALOG)
+    for_another = derive_labels(
+        validate_probe({**probe, "draft_models": {EAGLE3: ["qwen2.5-7b"], "d": ["qwen2.5-7b"]}}),
+        CATALOG,
+    )
+    paired = derive_labels(
+        validate_probe({**probe, "draft_models": {EAGLE3: ["llama-3.1-8b", "qwen2.5-7b"]}}),
+        CATALOG,
+    )
+    assert unfit_reason(plain, needs) == (
+        f"lacks draft model {EAGLE3} for llama-3.1-8b in its store (it has no draft model for it)"
+    )
+    assert unfit_reason(for_another, needs) == unfit_reason(plain, needs)
+    assert unfit_reason(paired, needs) is None
+    queue = pool_queue(needs, team_id=3)
+    assert queue == (
+        "pool.3.l40s.1.vllm.v0.8.model-llama-3.1-8b.draft-yuhuili_EAGLE3-LLaMA3.1-Instruct-8B"
+    )
+    assert queue in queues_for(runner_id=7, team_id=3, labels=paired)
+    for labels in (plain, for_another):
+        assert queue not in queues_for(runner_id=7, team_id=3, labels=labels)
+    # A job without speculation still waits on the model's own pool.
+    assert pool_queue(JobNeeds("l40s", 1, "vllm", "0.8.0", "llama-3.1-8b"), team_id=3) in (
+        queues_for(runner_id=7, team_id=3, labels=plain)
+    )
+
+
+LLAMA_SERVER = {"llama-cpp": "4034 (3e0ba0e6)", "simulated": "1"}
+LLAMA_CPP_PYTHON = {"llama-cpp": "llama-cpp-python 0.3.36", "llama-cpp-python": "0.3.36"}
+
+
+def _llama_labels(engines: dict[str, str], drafts: dict | None = None):
+    probe = {"gpus": [{"name": "NVIDIA L40S"}], "engines": engines, "models": ["gemma-3-1b"],
+             "draft_models": drafts or {}}  # fmt: skip
+    return derive_labels(validate_probe(probe), CATALOG)
+
+
+def test_a_llama_cpp_job_goes_only_to_a_runner_with_the_frontend_that_speculates_its_way():
+    draft = JobNeeds("l40s", 1, "llama-cpp", "b4034", "gemma-3-1b", "gemma-draft", "llama-server")
+    ngram = JobNeeds("l40s", 1, "llama-cpp", "b4034", "gemma-3-1b", frontend="llama-cpp-python")
+    python_only = _llama_labels(LLAMA_CPP_PYTHON, {"gemma-draft": ["gemma-3-1b"]})
+    server_only = _llama_labels(LLAMA_SERVER, {"gemma-draft": ["gemma-3-1b"]})
+    both = _llama_labels(
+        {**LLAMA_SERVER, "llama-cpp-python": "0.3.36"}, {"gemma-draft": ["gemma-3-1b"]}
+    )
+    assert unfit_reason(python_only, draft) == (
+        "lacks llama-server (llama.cpp's own server, needed to speculate with a draft model; "
+        "it has llama-cpp-python 0.3.36)"
+    )
+    assert unfit_reason(server_only, ngram) == (
+        "lacks llama-cpp-python (llama.cpp's Python server, needed to speculate by prompt "
+        "lookup; it has llama-server 4034 (3e0ba0e6))"
+    )
+    assert unfit_reason(server_only, draft) is None
+    assert unfit_reason(python_only, ngram) is None
+    assert (unfit_reason(both, draft), unfit_reason(both, ngram)) == (None, None)
+    draft_queue, ngram_queue = pool_queue(draft, team_id=3), pool_queue(ngram, team_id=3)
+    assert draft_queue == (
+        "pool.3.l40s.1.llama-cpp.any-build.model-gemma-3-1b.draft-gemma-draft.frontend-llama-server"
+    )
+    assert (
+        ngram_queue
+        == "pool.3.l40s.1.llama-cpp.any-build.model-gemma-3-1b.frontend-llama-cpp-python"
+    )
+    queues = {
+        name: queues_for(runner_id=7, team_id=3, labels=labels)
+        for name, labels in (("python", python_only), ("server", server_only), ("both", both))
+    }
+    assert (draft_queue in queues["server"], draft_queue in queues["python"]) == (True, False)
+    assert (ngram_queue in queues["python"], ngram_queue in queues["server"]) == (True, False)
+    assert {draft_queue, ngram_queue} <= set(queues["both"])
+    # Without the draft for its model even llama-server does not take the draft job.
+    assert draft_queue not in queues_for(runner_id=7, team_id=3, labels=_llama_labels(LLAMA_SERVER))
+    assert [queue for queue in queues["both"] if not re.fullmatch(r"[A-Za-z0-9._-]+", queue)] == []
+
+
+def test_what_a_speculating_job_needs_reads_as_words_on_the_plan_page():
+    needs = JobNeeds("l40s", 1, "llama-cpp", "b4034", "gemma-3-1b", "gemma-draft", "llama-server")
+    assert needs.wanted("llama.cpp", "1 x NVIDIA L40S (l40s)") == (
+        "llama.cpp (any build) through llama-server with model gemma-3-1b and draft model "
+        "gemma-draft on 1 x NVIDIA L40S (l40s)"
+    )

@@ -122,7 +122,7 @@ def llama_server_command(settings: StackSettings, launch: LaunchSpec) -> list[st
     flags.add("--cache-type-k", kv_type).add("--cache-type-v", kv_type)
     flags.switch("--cache-prompt", "--no-cache-prompt", settings.prefix_caching)
     if spec is not None:
-        flags.add("--model-draft", spec.draft_model).add("--spec-type", "draft-simple")
+        flags.add("--model-draft", settings.draft_checkpoint).add("--spec-type", "draft-simple")
         flags.add("--spec-draft-n-max", spec.num_tokens)
     threads = thread_count()
     return flags.add("--threads", threads).add("--threads-batch", threads)

@@ -43,7 +43,7 @@ def speculative_flags(
     if spec is None:
         return flags
     flags.add("--speculative-algorithm", algorithms[spec.method])
-    flags.add(draft_model_flag, spec.draft_model)
+    flags.add(draft_model_flag, settings.draft_checkpoint)
     return flags.add("--speculative-num-draft-tokens", spec.num_tokens)
 
 

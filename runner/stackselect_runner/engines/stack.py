@@ -2,10 +2,11 @@
 
 The job spec's `engine.options` for a real engine carries the stack (precision, KV dtype,
 parallel layout, batch limits, chunked prefill, prefix caching, speculative decoding, whose
-words and checks are stackselect_domain.speculative's, shared with the planner). Each adapter
-translates these words into its engine's own flags; a word the engine cannot express raises
-`UnsupportedSetting` naming the engine and the setting, so a stack is never silently run with a
-different configuration than the one its identity claims.
+words and checks are stackselect_domain.speculative's, shared with the planner) and the
+local checkpoints the runner's model store gave the job (`model_path`, `draft_model_path`).
+Each adapter translates these words into its engine's own flags; a word the engine cannot
+express raises `UnsupportedSetting` naming the engine and the setting, so a stack is never
+silently run with a different configuration than the one its identity claims.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ STACK_OPTION_KEYS = frozenset(
     {
         *LAYOUT_KEYS,
         "model_path",
+        "draft_model_path",
         "precision",
         "kv_dtype",
         "max_num_seqs",
@@ -37,6 +39,10 @@ STACK_OPTION_KEYS = frozenset(
         "frontend",
     }
 )
+
+
+# Local paths the runner's model store gives a job: kept as they are (not lower-cased).
+PATH_KEYS = frozenset({"model_path", "draft_model_path"})
 
 
 class UnsupportedSetting(ValueError):
@@ -64,7 +70,7 @@ def _optional_word(options: Mapping[str, Any], key: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise ValueError(f"engine.options.{key} must be a string, got {value!r}")
-    return value.strip().lower() if key != "model_path" else value
+    return value if key in PATH_KEYS else value.strip().lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,8 @@ class StackSettings:
     ep: int = 1
     dp: int = 1
     model_path: str | None = None
+    # The speculative draft model's local checkpoint, from the runner's model store.
+    draft_model_path: str | None = None
     precision: str | None = None
     kv_dtype: str | None = None
     max_num_seqs: int | None = None
@@ -110,6 +118,7 @@ class StackSettings:
         return cls(
             **layout,
             model_path=_optional_word(options, "model_path"),
+            draft_model_path=_optional_word(options, "draft_model_path"),
             precision=_optional_word(options, "precision"),
             kv_dtype=_optional_word(options, "kv_dtype"),
             max_num_seqs=_optional_int(options, "max_num_seqs"),
@@ -126,6 +135,20 @@ class StackSettings:
             gpu_memory_fraction=fraction,
             frontend=_optional_word(options, "frontend"),
         )
+
+    @property
+    def draft_checkpoint(self) -> str | None:
+        """The draft model's local checkpoint (None when the method needs none). Never the
+        plan's draft name: an engine given that would fetch it from a hub."""
+        spec = self.speculative
+        if spec is None or spec.draft_model is None:
+            return None
+        if self.draft_model_path is None:
+            raise ValueError(
+                f"engine.options.draft_model_path: missing; the runner launches draft model "
+                f"{spec.draft_model!r} from the checkpoint its model store maps it to"
+            )
+        return self.draft_model_path
 
     @property
     def graph_batch_limit(self) -> int | None:

@@ -64,7 +64,7 @@ def _speculative_config(settings: StackSettings) -> dict[str, Any] | None:
     decoding_type = lookup(ENGINE, DECODING_TYPES, spec.method, "speculative decoding_type")
     config: dict[str, Any] = {"decoding_type": decoding_type, "max_draft_len": spec.num_tokens}
     if spec.draft_model:
-        config["speculative_model"] = spec.draft_model
+        config["speculative_model"] = settings.draft_checkpoint
     return config
 
 

@@ -60,7 +60,7 @@ def _speculative_config(settings: StackSettings) -> str | None:
     if spec.method != "draft":
         config["method"] = SPECULATIVE_METHODS[spec.method]
     if spec.draft_model:
-        config["model"] = spec.draft_model
+        config["model"] = settings.draft_checkpoint
     return json.dumps(config, sort_keys=True)
 
 
