@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from stackselect_domain.speculative import Speculative
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -210,8 +211,13 @@ def _plan_options(record: DecisionRecord) -> PlanOptions:
         max_attempts=policy.get("max_attempts", plan.max_attempts),
         request_timeout_s=harness.get("timeout_s", 120.0),
         endpoint=harness.get("endpoint", "completions"),
-        speculative=identity.get("speculative"),
+        speculative=_speculative(identity.get("speculative")),
     )
+
+
+def _speculative(stored: Any) -> Speculative | None:
+    """The plan's speculative setting as its identity stores it (`Speculative.as_dict`)."""
+    return Speculative.from_dict(stored) if stored else None
 
 
 def _chosen_candidate_id(record: DecisionRecord) -> int:

@@ -16,6 +16,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.utils import timezone
+from stackselect_domain.speculative import Speculative
 from stackselect_runner.model_store import ModelStore
 from stackselect_runner.reprobe import ProbeWatch, QueueSwitch
 
@@ -273,7 +274,9 @@ def _speculating_plan(alice, acme, selection, capture, speculative: dict):
             team=acme,
             selection_id=selection.pk,
             options=PlanOptions(
-                request_count=4, load_points=({"rate_rps": 1.0},), speculative=speculative
+                request_count=4,
+                load_points=({"rate_rps": 1.0},),
+                speculative=Speculative.from_dict(speculative),
             ),
         )
 
