@@ -24,6 +24,7 @@ from apps.catalog.choices import (
     ProjectStatus,
     Vendor,
 )
+from apps.catalog.shapes import WordList, figure_sources
 
 
 def positive(value: float) -> None:
@@ -131,13 +132,22 @@ class KernelBackend(models.Model):
     homepage = models.URLField(blank=True)
     description = models.TextField(blank=True)
     attention_kinds = models.JSONField(
-        default=list, blank=True, help_text='Attention kinds served, e.g. ["mla"].'
+        default=list,
+        blank=True,
+        validators=[WordList(AttentionKind.values)],
+        help_text='Attention kinds served, e.g. ["mla"].',
     )
     precisions = models.JSONField(
-        default=list, blank=True, help_text='Weight formats served, e.g. ["prec_fp8"].'
+        default=list,
+        blank=True,
+        validators=[WordList()],
+        help_text='Weight formats served, e.g. ["prec_fp8"].',
     )
     families = models.JSONField(
-        default=list, blank=True, help_text='Accelerator families, e.g. ["hopper"]; empty: any.'
+        default=list,
+        blank=True,
+        validators=[WordList()],
+        help_text='Accelerator families, e.g. ["hopper"]; empty: any.',
     )
     applicability_source = models.CharField(max_length=500, blank=True)
     applicability_as_of = models.DateField(null=True, blank=True)
@@ -185,7 +195,7 @@ class Accelerator(models.Model):
         null=True, blank=True, validators=[positive], help_text="Per direction, per device."
     )
     tdp_w = models.FloatField(null=True, blank=True, validators=[positive])
-    sources = models.JSONField(default=dict, blank=True)
+    sources = models.JSONField(default=dict, blank=True, validators=[figure_sources])
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -226,7 +236,7 @@ class ModelSpec(models.Model):
     experts_active = models.PositiveIntegerField(null=True, blank=True)
     max_context = models.PositiveIntegerField(null=True, blank=True)
     vocab_size = models.PositiveIntegerField(null=True, blank=True)
-    sources = models.JSONField(default=dict, blank=True)
+    sources = models.JSONField(default=dict, blank=True, validators=[figure_sources])
 
     class Meta:
         ordering = ["family", "name"]
