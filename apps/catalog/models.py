@@ -9,7 +9,8 @@ in columns for capabilities and release defaults.
 
 from __future__ import annotations
 
-from django.core.validators import RegexValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -23,6 +24,18 @@ from apps.catalog.choices import (
     ProjectStatus,
     Vendor,
 )
+from apps.catalog.shapes import WordList, figure_sources
+
+
+def positive(value: float) -> None:
+    """A hardware or model figure the estimator divides or scales by: zero or less is a typo
+    (the field stays empty when no source gives the figure)."""
+    if not value > 0:
+        raise ValidationError("Must be greater than 0.", code="min_value")
+
+
+# Counts a scheduler or model cannot have zero of.
+AT_LEAST_ONE = [MinValueValidator(1)]
 
 
 class Engine(models.Model):
@@ -53,9 +66,11 @@ class EngineRelease(models.Model):
     release_date = models.DateField(null=True, blank=True)
     source = models.CharField(max_length=500, blank=True)
     as_of = models.DateField(null=True, blank=True)
-    max_num_batched_tokens = models.PositiveIntegerField(null=True, blank=True)
-    max_num_seqs = models.PositiveIntegerField(null=True, blank=True)
-    kv_block_size = models.PositiveIntegerField(null=True, blank=True)
+    max_num_batched_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=AT_LEAST_ONE
+    )
+    max_num_seqs = models.PositiveIntegerField(null=True, blank=True, validators=AT_LEAST_ONE)
+    kv_block_size = models.PositiveIntegerField(null=True, blank=True, validators=AT_LEAST_ONE)
     chunked_prefill_default = models.BooleanField(null=True, blank=True)
     prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
     prefix_cache_default_on = models.BooleanField(
@@ -64,7 +79,10 @@ class EngineRelease(models.Model):
     defaults_source = models.TextField(blank=True)
     defaults_as_of = models.DateField(null=True, blank=True)
     memory_fraction = models.FloatField(
-        null=True, blank=True, help_text="The engine's default memory fraction, e.g. 0.9."
+        null=True,
+        blank=True,
+        validators=[positive, MaxValueValidator(1)],
+        help_text="The engine's default memory fraction, in (0, 1], e.g. 0.9.",
     )
     memory_fraction_basis = models.CharField(max_length=10, choices=MemoryBasis.choices, blank=True)
     memory_fraction_source = models.TextField(blank=True)
@@ -114,13 +132,22 @@ class KernelBackend(models.Model):
     homepage = models.URLField(blank=True)
     description = models.TextField(blank=True)
     attention_kinds = models.JSONField(
-        default=list, blank=True, help_text='Attention kinds served, e.g. ["mla"].'
+        default=list,
+        blank=True,
+        validators=[WordList(AttentionKind.values)],
+        help_text='Attention kinds served, e.g. ["mla"].',
     )
     precisions = models.JSONField(
-        default=list, blank=True, help_text='Weight formats served, e.g. ["prec_fp8"].'
+        default=list,
+        blank=True,
+        validators=[WordList()],
+        help_text='Weight formats served, e.g. ["prec_fp8"].',
     )
     families = models.JSONField(
-        default=list, blank=True, help_text='Accelerator families, e.g. ["hopper"]; empty: any.'
+        default=list,
+        blank=True,
+        validators=[WordList()],
+        help_text='Accelerator families, e.g. ["hopper"]; empty: any.',
     )
     applicability_source = models.CharField(max_length=500, blank=True)
     applicability_as_of = models.DateField(null=True, blank=True)
@@ -158,17 +185,17 @@ class Accelerator(models.Model):
     vendor = models.CharField(max_length=20, choices=Vendor.choices)
     family = models.CharField(max_length=40, blank=True)
     name = models.CharField(max_length=120)
-    memory_gb = models.FloatField(null=True, blank=True)
-    bandwidth_tbps = models.FloatField(null=True, blank=True)
-    bf16_tflops = models.FloatField(null=True, blank=True)
-    fp8_tflops = models.FloatField(null=True, blank=True)
-    fp4_tflops = models.FloatField(null=True, blank=True)
+    memory_gb = models.FloatField(null=True, blank=True, validators=[positive])
+    bandwidth_tbps = models.FloatField(null=True, blank=True, validators=[positive])
+    bf16_tflops = models.FloatField(null=True, blank=True, validators=[positive])
+    fp8_tflops = models.FloatField(null=True, blank=True, validators=[positive])
+    fp4_tflops = models.FloatField(null=True, blank=True, validators=[positive])
     interconnect = models.CharField(max_length=120, blank=True)
     interconnect_gbps = models.FloatField(
-        null=True, blank=True, help_text="Per direction, per device."
+        null=True, blank=True, validators=[positive], help_text="Per direction, per device."
     )
-    tdp_w = models.FloatField(null=True, blank=True)
-    sources = models.JSONField(default=dict, blank=True)
+    tdp_w = models.FloatField(null=True, blank=True, validators=[positive])
+    sources = models.JSONField(default=dict, blank=True, validators=[figure_sources])
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -192,14 +219,14 @@ class ModelSpec(models.Model):
     )
     checkpoint = models.CharField(max_length=200, blank=True)
     native_dtype = models.CharField(max_length=16, blank=True, help_text="Empty when unsourced.")
-    params_total_b = models.FloatField()
-    params_active_b = models.FloatField()
-    layers = models.PositiveIntegerField()
-    hidden_size = models.PositiveIntegerField()
+    params_total_b = models.FloatField(validators=[positive])
+    params_active_b = models.FloatField(validators=[positive])
+    layers = models.PositiveIntegerField(validators=AT_LEAST_ONE)
+    hidden_size = models.PositiveIntegerField(validators=AT_LEAST_ONE)
     intermediate_size = models.PositiveIntegerField(null=True, blank=True)
-    attention_heads = models.PositiveIntegerField()
-    kv_heads = models.PositiveIntegerField()
-    head_dim = models.PositiveIntegerField()
+    attention_heads = models.PositiveIntegerField(validators=AT_LEAST_ONE)
+    kv_heads = models.PositiveIntegerField(validators=AT_LEAST_ONE)
+    head_dim = models.PositiveIntegerField(validators=AT_LEAST_ONE)
     attention_kind = models.CharField(max_length=10, choices=AttentionKind.choices)
     sliding_window = models.PositiveIntegerField(null=True, blank=True)
     sliding_window_layers = models.PositiveIntegerField(null=True, blank=True)
@@ -209,7 +236,7 @@ class ModelSpec(models.Model):
     experts_active = models.PositiveIntegerField(null=True, blank=True)
     max_context = models.PositiveIntegerField(null=True, blank=True)
     vocab_size = models.PositiveIntegerField(null=True, blank=True)
-    sources = models.JSONField(default=dict, blank=True)
+    sources = models.JSONField(default=dict, blank=True, validators=[figure_sources])
 
     class Meta:
         ordering = ["family", "name"]

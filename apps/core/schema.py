@@ -13,7 +13,8 @@ the errors that come from the shared machinery, each where it really occurs:
   address; 503 (with Retry-After): the database is unreachable.
 
 Every error body is `Error` ({detail, code}) except a 400 that names fields, which is
-`FieldErrors` ({field: [messages]}); apps/core/api.py makes them so.
+`FieldErrors` ({field: [messages]}); apps/core/api.py makes them so. A view that declares a
+400 body of its own keeps it, documented beside those two.
 """
 
 from __future__ import annotations
@@ -66,9 +67,20 @@ class ApiAutoSchema(AutoSchema):
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is not None:
+            responses = operation["responses"]
             for code in self._error_codes(operation):
-                operation["responses"].setdefault(code, self._error_response(code))
+                if code not in responses:
+                    responses[code] = self._error_response(code)
+                elif code == "400":
+                    self._widen_declared_400(responses[code])
         return operation
+
+    def _widen_declared_400(self, response: dict[str, Any]) -> None:
+        """A view's own 400 body (an import's rows with errors) is not the only one: a body
+        the serializer or parser refuses still answers `Error` or `FieldErrors`."""
+        shared = self._error_response("400")["content"]["application/json"]["schema"]["anyOf"]
+        for media in response.get("content", {}).values():
+            media["schema"] = {"anyOf": [media["schema"], *shared]}
 
     def _error_codes(self, operation: dict[str, Any]) -> list[str]:
         has_body = "requestBody" in operation

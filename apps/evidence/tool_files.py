@@ -104,6 +104,12 @@ TOOLS: dict[str, ToolFiles] = {
 }
 
 
+# What an importer raises reading a document of another shape than the tool writes: a number
+# where a list belongs, a string where an object does, a list shorter than its siblings, an
+# infinite token count. The files are at fault, so these are refused like any bad file.
+SHAPE_ERRORS = (AttributeError, IndexError, KeyError, OverflowError, TypeError)
+
+
 def read_tool_files(tool: str, files: Mapping[str, bytes], options: ImportOptions) -> ImportedRun:
     """The tool's run, or ValueError naming the tool, the file role and what is wrong."""
     spec = TOOLS.get(tool)
@@ -115,4 +121,10 @@ def read_tool_files(tool: str, files: Mapping[str, bytes], options: ImportOption
     unexpected = sorted(set(files) - set(spec.roles))
     if unexpected:
         raise ValueError(f"files: {spec.label} takes no {', '.join(unexpected)}")
-    return spec.read(files, options)
+    try:
+        return spec.read(files, options)
+    except SHAPE_ERRORS as error:
+        message = (
+            f"files: not laid out as {spec.label} writes them ({type(error).__name__}: {error})"
+        )
+        raise ValueError(message) from error

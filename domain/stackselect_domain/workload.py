@@ -376,6 +376,8 @@ class TraceSummary:
     burstiness_cv is the coefficient of variation of the inter-arrival gaps (1 for Poisson,
     above 1 burstier); gamma_shape = 1 / cv^2 is the matching gamma process shape.
     prefix_share is the share of requests whose prefix_id occurs on two or more rows.
+    timestamps count from the first request, so a trace logged with negative or clock times
+    replays the same gaps.
     """
 
     requests: int
@@ -461,5 +463,5 @@ def trace_summary(rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> TraceSum
         prefix_share=shared / len(parsed),
         input_lengths=inputs,
         output_lengths=outputs,
-        timestamps=tuple(float(s) for s in stamps),
+        timestamps=tuple(float(s - stamps[0]) for s in stamps),
     )

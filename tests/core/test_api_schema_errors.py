@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from tests.benchmarks.factories import catalog, selection_with_candidates
+from tests.conftest import logged_in
 
 OPERATIONS = {
     (path, method): operation
@@ -78,3 +80,20 @@ def test_a_page_past_the_last_is_a_404_with_a_code(alice_client):
 def test_a_missing_object_answers_404_with_a_code(alice_client):
     response = alice_client.get("/api/v1/catalog/engines/no-such-engine/")
     assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def _documented_400(path: str, method: str) -> dict:
+    """The operation's 400 body schema, with the components its references point into."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    schema = OPERATIONS[(path, method)]["responses"]["400"]["content"]["application/json"]
+    return {**schema["schema"], "components": document["components"]}
+
+
+def test_a_refused_import_form_matches_the_documented_400_beside_the_rows_with_errors(curator):
+    client = logged_in(curator)
+
+    response = client.post("/api/v1/catalog/matrix/import/", {})
+
+    assert response.status_code == 400
+    assert set(response.json()) == {"file", "file_format"}
+    jsonschema.validate(response.json(), _documented_400("/api/v1/catalog/matrix/import/", "post"))

@@ -8,6 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.selections.models import WorkloadTrace
+from apps.selections.replay import resolved_workload
+from apps.selections.services import candidates_compute
 from apps.selections.traces import parse_trace
 from tests.selections.helpers import create_selection
 
@@ -84,3 +86,25 @@ def test_charlie_cannot_upload_a_trace_to_alices_selection(
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
 
     assert _upload(charlie_client, selection, "day.csv", CSV).status_code == 404
+
+
+def test_a_trace_with_negative_timestamps_replays_its_gaps_from_zero(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    """It was stored and applied, then every candidate computation of the selection failed on
+    `arrival.timestamps: must be >= 0.0`."""
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    file = SimpleUploadedFile(
+        "neg.csv", b"timestamp,input_tokens,output_tokens\n-5,100,10\n1,100,10\n"
+    )
+
+    response = alice_client.post(
+        f"/api/v1/selections/{selection.pk}/traces/", {"file": file, "replay": "true"}
+    )
+
+    assert response.status_code == 201, response.json()
+    selection.refresh_from_db()
+    replay = resolved_workload(selection.workload, team=acme)
+    assert replay["arrival"]["timestamps"] == [0.0, 6.0]
+    computed = candidates_compute(actor_user=alice, selection=selection)
+    assert computed.candidates.filter(outcome="kept").exists()

@@ -51,6 +51,8 @@ def import_vllm(result: Mapping[str, Any], *, tool_version: str | None = None) -
     if any(len(values) != count for values in columns.values()):
         raise ValueError("vllm result: per-request lists have different lengths")
     starts = result.get("start_times") or [None] * count
+    if len(starts) != count:
+        raise ValueError(f"vllm result: {len(starts)} start_times for {count} requests")
     builder = RecordBuilder()
     for position, send_s in enumerate(offsets_from_first(starts)):
         error = error_text(columns["errors"][position])

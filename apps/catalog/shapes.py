@@ -1,0 +1,46 @@
+"""Validators for the catalog's JSON columns, run by `full_clean` on every write (loader,
+importer, pages, API), so a value of another shape is a field error, not a stored row that
+every later candidate computation or figures page stumbles on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.utils.deconstruct import deconstructible
+
+SOURCE_KEYS = ("source", "as_of", "note")
+
+
+@deconstructible
+class WordList:
+    """A list of strings, each one of `allowed` when given."""
+
+    def __init__(self, allowed: Iterable[str] | None = None) -> None:
+        self.allowed = tuple(allowed) if allowed is not None else None
+
+    def __call__(self, value: Any) -> None:
+        if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
+            raise ValidationError("Must be a list of strings.", code="invalid")
+        unknown = [word for word in value if self.allowed is not None and word not in self.allowed]
+        if unknown:
+            raise ValidationError(
+                f"Not one of {', '.join(self.allowed)}: {', '.join(unknown)}.",
+                code="invalid_choice",
+            )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WordList) and other.allowed == self.allowed
+
+
+def figure_sources(value: Any) -> None:
+    """{figure name: {"source", "as_of", "note"}} with string values, as the figures page reads."""
+    if not isinstance(value, dict):
+        raise ValidationError('Must be an object: {figure: {"source", "as_of", "note"}}.')
+    for name, entry in value.items():
+        if not isinstance(entry, dict) or not all(isinstance(text, str) for text in entry.values()):
+            raise ValidationError(f"{name}: must be an object of strings.", code="invalid")
+        extra = sorted(set(entry) - set(SOURCE_KEYS))
+        if extra:
+            raise ValidationError(f"{name}: takes only {', '.join(SOURCE_KEYS)}, not {extra}.")
