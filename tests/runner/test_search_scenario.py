@@ -129,6 +129,16 @@ def engine_attainment(launch: LaunchSpec, rate_rps: float) -> float | None:
     return engine_verdict(launch, rate_rps).attainment
 
 
+def _best_of_two(launch: LaunchSpec, rate_rps: float) -> float | None:
+    """The engine runs on the real clock, and a loaded machine can stall it for a whole load
+    point (seen once in CI: 0.10 at 3% below the answer), so a miss is measured once more.
+    A stall only lowers attainment, so it can never make the check above the answer pass."""
+    first = engine_attainment(launch, rate_rps)
+    if first is not None and first >= TARGET_ATTAINMENT:
+        return first
+    return engine_attainment(launch, rate_rps)
+
+
 def test_the_simulator_reference_matches_the_simulated_engine_around_the_answer(
     tmp_path: Path,
 ) -> None:
@@ -137,7 +147,7 @@ def test_the_simulator_reference_matches_the_simulated_engine_around_the_answer(
     launch = engine_launch(tmp_path)
     with SimulatedEngineAdapter().start(launch) as engine:
         engine.wait_ready(timeout_s=20)
-        below = engine_attainment(launch, reference * 0.97)
+        below = _best_of_two(launch, reference * 0.97)
         above = engine_attainment(launch, reference * 1.04)
     assert below is not None and below >= TARGET_ATTAINMENT
     assert above is not None and above < TARGET_ATTAINMENT
