@@ -529,11 +529,6 @@ def nearest_published_many(
     return answers
 
 
-def nearest_published(goal: PublishedGoal, *, limit: int = NEAREST_LIMIT) -> list[dict]:
-    """The published rows of the goal's model closest to it; [] when it has none."""
-    return nearest_published_many([goal], limit=limit)[0]
-
-
 @dataclass(frozen=True)
 class PublishedStats:
     stored: int

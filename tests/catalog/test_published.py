@@ -23,7 +23,7 @@ from apps.catalog.published_sample import (
     parse_sample,
     read_sample,
 )
-from apps.catalog.selectors import PublishedGoal, nearest_published, nearest_published_many
+from apps.catalog.selectors import PublishedGoal, nearest_published_many
 from apps.catalog.services import published_import
 from tests.catalog.published_rows import CSV_ROW, sample_row
 from tests.selections.catalog_fixture import load_catalog
@@ -171,6 +171,10 @@ GOAL = PublishedGoal(
 )
 
 
+def _nearest(goal: PublishedGoal) -> list[dict]:
+    return nearest_published_many([goal])[0]
+
+
 def _import(*rows) -> None:
     load_catalog()
     published_import(actor=SYSTEM, rows=list(rows))
@@ -184,7 +188,7 @@ def test_the_nearest_rows_put_the_exact_conditions_first_and_list_how_a_near_row
         sample_row(id="sglang", backend="sglang", backend_version="0.5.6"),
     )
 
-    found = nearest_published(GOAL)
+    found = _nearest(GOAL)
 
     assert [entry["source"]["row"] for entry in found] == ["exact", "near", "sglang"]
     assert found[0]["differences"] == [] and found[0]["distance"] == 0
@@ -211,7 +215,7 @@ def test_a_row_on_another_accelerator_ranks_after_every_row_on_the_stacks_own() 
         sample_row(id="h100-far", backend="sglang", precision="fp8", tp_size="2"),
     )
 
-    found = nearest_published(GOAL)
+    found = _nearest(GOAL)
 
     assert [entry["source"]["row"] for entry in found] == ["h100-far", "h200-exact"]
     assert found[1]["differences"] == ["accelerator h200-sxm vs the stack's h100-sxm"]
@@ -226,7 +230,7 @@ def test_a_row_on_another_accelerator_ranks_after_every_row_on_the_stacks_own() 
 def test_a_goal_at_a_rate_says_each_rows_fixed_concurrency_differs_from_it() -> None:
     _import(sample_row(id="exact", backend_version="0.12.0"))
 
-    (entry,) = nearest_published(replace(GOAL, concurrency=None, rate_rps=4.0))
+    (entry,) = _nearest(replace(GOAL, concurrency=None, rate_rps=4.0))
 
     assert entry["differences"] == [
         "engine version 0.12.0 vs the stack's 0.19.0",
@@ -239,8 +243,8 @@ def test_a_held_out_row_is_shown_as_evidence_and_says_no_fit_used_it() -> None:
     # sha256("Qwen/Qwen3-32B|h100_sxm|vllm") is 0 mod 5: the row is held out
     _import(sample_row(id="held", model_path="Qwen/Qwen3-32B"), sample_row(id="fitted"))
 
-    (held,) = nearest_published(replace(GOAL, model_slug="qwen3-32b"))
-    (fitted,) = nearest_published(GOAL)
+    (held,) = _nearest(replace(GOAL, model_slug="qwen3-32b"))
+    (fitted,) = _nearest(GOAL)
 
     assert held["held_out"] is True and "no fitted factor used this row" in held["fit_use"]
     assert fitted["held_out"] is False and "may have fitted" in fitted["fit_use"]
@@ -250,8 +254,8 @@ def test_a_held_out_row_is_shown_as_evidence_and_says_no_fit_used_it() -> None:
 def test_a_model_without_published_rows_gets_none_and_a_stack_elsewhere_gets_its_models() -> None:
     _import(sample_row())
 
-    assert nearest_published(replace(GOAL, model_slug="llama-3.1-70b")) == []
-    (elsewhere,) = nearest_published(replace(GOAL, accelerator_slug="mi300x"))
+    assert _nearest(replace(GOAL, model_slug="llama-3.1-70b")) == []
+    (elsewhere,) = _nearest(replace(GOAL, accelerator_slug="mi300x"))
     assert elsewhere["differences"] == ["accelerator h100-sxm vs the stack's mi300x"]
 
 
