@@ -18,8 +18,20 @@ import numpy as np
 Rng = np.random.Generator
 
 
-def _number(data: Mapping[str, Any], key: str, where: str, *, minimum: float = 0.0) -> float:
-    """Read a finite number >= minimum, naming the field in the error."""
+# The most tokens one prompt or answer may have: far past any model's context, and a bound on
+# what a document or a trace can ask the simulator to hold (the API's fields share it).
+MAX_TOKENS = 10_000_000
+
+
+def _number(
+    data: Mapping[str, Any],
+    key: str,
+    where: str,
+    *,
+    minimum: float = 0.0,
+    maximum: float = math.inf,
+) -> float:
+    """Read a finite number in [minimum, maximum], naming the field in the error."""
     if key not in data:
         raise ValueError(f"{where}.{key}: is required")
     value = data[key]
@@ -27,6 +39,8 @@ def _number(data: Mapping[str, Any], key: str, where: str, *, minimum: float = 0
         raise ValueError(f"{where}.{key}: must be a finite number, got {value!r}")
     if value < minimum:
         raise ValueError(f"{where}.{key}: must be >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise ValueError(f"{where}.{key}: must be <= {maximum}, got {value!r}")
     return float(value)
 
 
@@ -37,9 +51,13 @@ def _numbers(data: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]
     return tuple(_number({key: value}, key, where) for value in values)
 
 
+def _tokens(data: Mapping[str, Any], key: str, where: str) -> float:
+    return _number(data, key, where, minimum=1, maximum=MAX_TOKENS)
+
+
 def _bounds(data: Mapping[str, Any], where: str) -> tuple[float, float]:
-    low = _number(data, "min", where, minimum=1) if "min" in data else 1.0
-    high = _number(data, "max", where, minimum=1) if "max" in data else math.inf
+    low = _tokens(data, "min", where) if "min" in data else 1.0
+    high = _tokens(data, "max", where) if "max" in data else math.inf
     if high < low:
         raise ValueError(f"{where}.max: must be >= min")
     return low, high
@@ -154,19 +172,19 @@ def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistri
         raise ValueError(f"{where}: must be an object with a 'kind'")
     kind = data.get("kind")
     if kind == "fixed":
-        return FixedLength(int(_number(data, "value", where, minimum=1)))
+        return FixedLength(int(_tokens(data, "value", where)))
     if kind == "normal":
         low, high = _bounds(data, where)
-        mean = _number(data, "mean", where, minimum=1)
+        mean = _tokens(data, "mean", where)
         return NormalLength(mean, _number(data, "std", where), low, high)
     if kind == "lognormal":
         low, high = _bounds(data, where)
-        median = _number(data, "median", where, minimum=1)
+        median = _tokens(data, "median", where)
         return LognormalLength(median, _number(data, "sigma", where), low, high)
     if kind in ("empirical", "replay"):
         values = _numbers(data, "values", where)
-        if min(values) < 1:
-            raise ValueError(f"{where}.values: lengths must be >= 1")
+        if min(values) < 1 or max(values) > MAX_TOKENS:
+            raise ValueError(f"{where}.values: lengths must be between 1 and {MAX_TOKENS}")
         lengths = tuple(round(v) for v in values)
         return EmpiricalLength(lengths) if kind == "empirical" else ReplayedLength(lengths)
     raise ValueError(
@@ -423,8 +441,8 @@ def _trace_row(row: Mapping[str, Any] | Sequence[Any], number: int) -> dict[str,
     where = f"rows[{number}]"
     return {
         "timestamp": _number(values, "timestamp", where, minimum=-math.inf),
-        "input_tokens": int(_number(values, "input_tokens", where, minimum=1)),
-        "output_tokens": int(_number(values, "output_tokens", where, minimum=1)),
+        "input_tokens": int(_tokens(values, "input_tokens", where)),
+        "output_tokens": int(_tokens(values, "output_tokens", where)),
         "prefix_id": values.get("prefix_id") or None,
     }
 

@@ -68,16 +68,18 @@ def test_a_csv_without_the_required_columns_is_a_400_naming_the_file(
     assert not WorkloadTrace.objects.exists()
 
 
-def test_a_trace_row_with_a_negative_length_is_rejected_with_its_row_number(
-    catalog, alice, acme, alice_client, goal_payload
+@pytest.mark.parametrize("length", ["-3", "10000001"])
+def test_a_trace_row_with_a_length_out_of_range_is_rejected_with_its_row_number(
+    catalog, alice, acme, alice_client, goal_payload, length
 ):
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
-    content = "timestamp,input_tokens,output_tokens\n0,10,5\n1,-3,5\n"
+    content = f"timestamp,input_tokens,output_tokens\n0,10,5\n1,{length},5\n"
 
     response = _upload(alice_client, selection, "bad.csv", content)
 
     assert response.status_code == 400
     assert "rows[1].input_tokens" in response.json()["file"][0]
+    assert not WorkloadTrace.objects.exists()
 
 
 def test_charlie_cannot_upload_a_trace_to_alices_selection(

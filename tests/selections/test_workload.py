@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from stackselect_domain.workload import (
+    MAX_TOKENS,
     ClosedLoop,
     Workload,
     generate_requests,
@@ -173,6 +174,16 @@ def test_a_trace_row_with_a_bad_field_is_named_in_the_error():
         trace_summary([(0, 10, 5), (1, 10, 0)])
     with pytest.raises(ValueError, match="at least two"):
         trace_summary([(0, 10, 5)])
+
+
+def test_token_counts_past_the_cap_are_refused_in_a_trace_row_and_a_length_document():
+    with pytest.raises(ValueError, match=r"rows\[1\].input_tokens: must be <= 10000000"):
+        trace_summary([(0, 10, 5), (1, MAX_TOKENS + 1, 5)])
+    with pytest.raises(ValueError, match=r"isl.values: lengths must be between 1 and 10000000"):
+        parse_length({"kind": "replay", "values": [10, MAX_TOKENS + 1]}, "isl")
+    with pytest.raises(ValueError, match=r"osl.max: must be <= 10000000"):
+        parse_length({"kind": "normal", "mean": 100, "std": 10, "max": 2e7}, "osl")
+    assert parse_length({"kind": "fixed", "value": MAX_TOKENS}, "isl").mean() == MAX_TOKENS
 
 
 REPLAY = {

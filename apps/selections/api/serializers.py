@@ -16,7 +16,7 @@ from stackselect_domain.vocabulary import (
     LENGTH_KINDS,
     PRECISION_WORDS,
 )
-from stackselect_domain.workload import parse_length
+from stackselect_domain.workload import MAX_TOKENS, parse_length
 
 from apps.catalog.choices import AttentionKind, EngineKind, Maturity
 from apps.catalog.models import Accelerator, Engine, Feature, KernelBackend, ModelSpec
@@ -30,9 +30,6 @@ from apps.selections.slo_presets import preset_choices
 
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
-# No model in the catalog reads more than a few hundred thousand tokens; ten million bounds the
-# lengths of a custom model that does not state its context.
-MAX_TOKENS = 10_000_000
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100
 
