@@ -12,7 +12,8 @@ runs), AIConfigurator's own estimate (its aggregated-serving formula, `aiconfigu
 and the calibrated result (over AIConfigurator's step times where they answer, else over the
 roofline), and prints their median absolute percentage error and the share within 25%, side by
 side, again on the rows every method answers, then the same error (and its sign) for each
-held-out group, all measured in this run.
+held-out group, and the floor a factor per group could reach (each group scaled by its own
+median ratio), all measured in this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
 10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates
 show next to their figures, and the fitted forms and factors in
@@ -151,6 +152,34 @@ def _print_groups(by_group: dict[str, dict[str, Pairs]]) -> None:
             )
 
 
+def _group_factor_floor(by_group: dict[str, dict[str, Pairs]], method: str) -> dict[str, float]:
+    """The pooled MdAPE (%) left when each held-out group's predictions are scaled by that
+    group's own median measured/predicted ratio: a factor fitted on the held-out rows
+    themselves, so not a method. No factor per (model, system, engine), however it is
+    learnt, can do better than this on these rows; what is left is the shape within a group
+    (against concurrency and lengths) that the method gets wrong."""
+    floor = {}
+    for metric in ("ttft", "tpot"):
+        errors = []
+        for methods in by_group.values():
+            pairs = methods.get(method, {}).get(metric, [])
+            if pairs:
+                factor = statistics.median(m / p for p, m in pairs)
+                errors.extend(abs(factor * p - m) / m for p, m in pairs)
+        floor[metric] = 100 * statistics.median(errors)
+    return floor
+
+
+def _print_floors(by_group: dict[str, dict[str, Pairs]]) -> None:
+    print(
+        "\nfloor of any per-group factor (each held-out group scaled by its own median ratio, "
+        "fitted on the held-out rows: a bound, not a method):"
+    )
+    for method in (m for m in SHOWN if any(m in methods for methods in by_group.values())):
+        floor = _group_factor_floor(by_group, method)
+        print(f"  {method:<21} TTFT {floor['ttft']:5.1f}%  TPOT {floor['tpot']:5.1f}%")
+
+
 def _print_calibration(calibration: Calibration) -> None:
     """The forms cross validation chose on the fitting rows (with every form's score) and the
     factors fitted with them."""
@@ -259,6 +288,7 @@ def main() -> int:
     print(f"\non the {len(common[METHOD_ROOFLINE]['ttft'])} held-out rows every method answers:\n")
     _print_table(common, "")
     _print_groups(by_group)
+    _print_floors(by_group)
     measured_on = datetime.now(UTC).strftime("%Y-%m-%d")
     print(f"\nmeasured {measured_on} in {elapsed:.0f} s on {os.cpu_count()} cores")
     if args.write_bands:
