@@ -136,6 +136,18 @@ def test_a_stored_workload_that_no_longer_parses_is_refused_under_workload(
     assert not BenchmarkPlan.objects.exists()
 
 
+def test_a_custom_model_whose_architecture_fails_the_estimators_check_is_refused_under_model(
+    alice, acme, selection
+):
+    selection.model = None
+    selection.custom_model = {"name": "tiny", "params_total_b": 0}
+    selection.save(update_fields=["model", "custom_model"])
+    with pytest.raises(ValidationError) as refused:
+        plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions())
+    assert list(refused.value.message_dict) == ["model"]
+    assert not BenchmarkPlan.objects.exists()
+
+
 def test_the_plan_page_creates_a_plan_and_another_team_gets_404(
     alice_client, charlie_client, selection
 ):
