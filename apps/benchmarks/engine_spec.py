@@ -145,10 +145,9 @@ def job_engine(
     speculative: Speculative | None = None,
     **simulated: Any,
 ) -> dict:
-    """The simulated engine for a dry run, else the stack's own engine: never a fallback."""
+    """The simulated engine for a dry run, else the stack's own engine: never a fallback.
+    A dry run never speculates: PlanOptions refuses speculative decoding with it."""
     if run_mode == RunMode.SIMULATED:
-        if speculative is not None:
-            raise ValueError("speculative: the simulated engine does not model it")
         return simulated_engine(stack=stack, served_model_name=served_model_name, **simulated)
     return real_engine(
         stack=stack,

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from stackselect_domain.speculative import Speculative, engine_refusal
 from stackselect_domain.tuning import backend_knobs, engine_backend, engine_label
+from stackselect_domain.workload import WorkloadError
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -96,11 +97,12 @@ def _plan_documents(selection: Selection, options: PlanOptions) -> dict[str, Any
             requests_per_probe=options.request_count,
         )
         requests = request_schedule(workload, count=options.request_count, seed=options.seed)
-        arch = arch_for(selection.model, selection.custom_model)
-    except PlanOptionError as error:
+    except (PlanOptionError, WorkloadError) as error:
         raise ValidationError({error.field: str(error)}) from error
-    except ValueError as error:  # the selection's workload document itself
-        raise ValidationError({"workload": str(error)}) from error
+    try:
+        arch = arch_for(selection.model, selection.custom_model)
+    except ValueError as error:  # the estimator's check of a custom model's architecture
+        raise ValidationError({"model": str(error)}) from error
     mean_context = workload.input_length.mean() + workload.output_length.mean() / 2
     return {
         "workload_class": plan_workload_class(workload),

@@ -13,6 +13,7 @@ from typing import Any
 
 from apps.evidence.importers import (
     ImportedRun,
+    ShapeError,
     import_aiperf,
     import_guidellm,
     import_inference_perf,
@@ -104,12 +105,6 @@ TOOLS: dict[str, ToolFiles] = {
 }
 
 
-# What an importer raises reading a document of another shape than the tool writes: a number
-# where a list belongs, a string where an object does, a list shorter than its siblings, an
-# infinite token count. The files are at fault, so these are refused like any bad file.
-SHAPE_ERRORS = (AttributeError, IndexError, KeyError, OverflowError, TypeError)
-
-
 def read_tool_files(tool: str, files: Mapping[str, bytes], options: ImportOptions) -> ImportedRun:
     """The tool's run, or ValueError naming the tool, the file role and what is wrong."""
     spec = TOOLS.get(tool)
@@ -123,8 +118,5 @@ def read_tool_files(tool: str, files: Mapping[str, bytes], options: ImportOption
         raise ValueError(f"files: {spec.label} takes no {', '.join(unexpected)}")
     try:
         return spec.read(files, options)
-    except SHAPE_ERRORS as error:
-        message = (
-            f"files: not laid out as {spec.label} writes them ({type(error).__name__}: {error})"
-        )
-        raise ValueError(message) from error
+    except ShapeError as error:
+        raise ValueError(f"files: not laid out as {spec.label} writes them ({error})") from error

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackselect_domain.workload import trace_summary
+from stackselect_domain.workload import WorkloadError, trace_summary
 
 from apps.selections import selectors
 
@@ -23,14 +23,14 @@ def replays_trace(workload: Mapping[str, Any]) -> bool:
 def resolved_workload(workload: Mapping[str, Any], *, team: Any) -> dict[str, Any]:
     """The workload with a trace reference replaced by the trace's own arrivals and lengths.
 
-    Raises ValueError naming `arrival.trace` when the team has no such trace.
+    Raises WorkloadError naming `arrival.trace` when the team has no such trace.
     """
     if not replays_trace(workload):
         return dict(workload)
     arrival = workload["arrival"]
     trace = selectors.team_trace(team=team, trace_id=arrival["trace"], with_rows=True)
     if trace is None:
-        raise ValueError(f"arrival.trace: your team has no trace {arrival['trace']}")
+        raise WorkloadError(f"arrival.trace: your team has no trace {arrival['trace']}")
     replay = trace_summary(trace.rows).replay_document(speedup=arrival.get("speedup", 1.0))
     peak = {"peak_factor": arrival["peak_factor"]} if arrival.get("peak_factor") else {}
     return {**workload, **replay, "arrival": {**replay["arrival"], **peak}}

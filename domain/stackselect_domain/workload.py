@@ -18,6 +18,14 @@ import numpy as np
 Rng = np.random.Generator
 
 
+class WorkloadError(ValueError):
+    """A workload document or trace refused; the message starts with the path of the bad key
+    ("isl.kind: ..."). `field` is the document's own field in a form or API. A caller's bad
+    argument (a negative request count) stays a plain ValueError."""
+
+    field = "workload"
+
+
 # The most tokens one prompt or answer may have: far past any model's context, and a bound on
 # what a document or a trace can ask the simulator to hold (the API's fields share it).
 MAX_TOKENS = 10_000_000
@@ -33,21 +41,21 @@ def _number(
 ) -> float:
     """Read a finite number in [minimum, maximum], naming the field in the error."""
     if key not in data:
-        raise ValueError(f"{where}.{key}: is required")
+        raise WorkloadError(f"{where}.{key}: is required")
     value = data[key]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{where}.{key}: must be a finite number, got {value!r}")
+        raise WorkloadError(f"{where}.{key}: must be a finite number, got {value!r}")
     if value < minimum:
-        raise ValueError(f"{where}.{key}: must be >= {minimum}, got {value!r}")
+        raise WorkloadError(f"{where}.{key}: must be >= {minimum}, got {value!r}")
     if value > maximum:
-        raise ValueError(f"{where}.{key}: must be <= {maximum}, got {value!r}")
+        raise WorkloadError(f"{where}.{key}: must be <= {maximum}, got {value!r}")
     return float(value)
 
 
 def _numbers(data: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
     values = data.get(key)
     if not isinstance(values, list | tuple) or not values:
-        raise ValueError(f"{where}.{key}: must be a non-empty list of numbers")
+        raise WorkloadError(f"{where}.{key}: must be a non-empty list of numbers")
     return tuple(_number({key: value}, key, where) for value in values)
 
 
@@ -59,7 +67,7 @@ def _bounds(data: Mapping[str, Any], where: str) -> tuple[float, float]:
     low = _tokens(data, "min", where) if "min" in data else 1.0
     high = _tokens(data, "max", where) if "max" in data else math.inf
     if high < low:
-        raise ValueError(f"{where}.max: must be >= min")
+        raise WorkloadError(f"{where}.max: must be >= min")
     return low, high
 
 
@@ -169,7 +177,7 @@ class ReplayedLength:
 def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistribution:
     """Build a length distribution from its dict form, e.g. {"kind": "fixed", "value": 512}."""
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: must be an object with a 'kind'")
+        raise WorkloadError(f"{where}: must be an object with a 'kind'")
     kind = data.get("kind")
     if kind == "fixed":
         return FixedLength(int(_tokens(data, "value", where)))
@@ -184,10 +192,10 @@ def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistri
     if kind in ("empirical", "replay"):
         values = _numbers(data, "values", where)
         if min(values) < 1 or max(values) > MAX_TOKENS:
-            raise ValueError(f"{where}.values: lengths must be between 1 and {MAX_TOKENS}")
+            raise WorkloadError(f"{where}.values: lengths must be between 1 and {MAX_TOKENS}")
         lengths = tuple(round(v) for v in values)
         return EmpiricalLength(lengths) if kind == "empirical" else ReplayedLength(lengths)
-    raise ValueError(
+    raise WorkloadError(
         f"{where}.kind: must be fixed, normal, lognormal, empirical or replay, got {kind!r}"
     )
 
@@ -247,11 +255,11 @@ def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalPro
     stretches the trace the same way.
     """
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: must be an object")
+        raise WorkloadError(f"{where}: must be an object")
     if "concurrency" in data:
         concurrency = _number(data, "concurrency", where, minimum=1)
         if concurrency != int(concurrency):
-            raise ValueError(f"{where}.concurrency: must be a whole number")
+            raise WorkloadError(f"{where}.concurrency: must be a whole number")
         return ClosedLoop(int(concurrency))
     process = data.get("process")
     if process in ("poisson", "constant"):
@@ -263,11 +271,11 @@ def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalPro
         stamps = _numbers(data, "timestamps", where)
         gaps = np.diff(np.asarray(stamps))
         if len(stamps) < 2 or np.any(gaps < 0) or stamps[-1] == stamps[0]:
-            raise ValueError(f"{where}.timestamps: need 2+ non-decreasing times spanning > 0 s")
+            raise WorkloadError(f"{where}.timestamps: need 2+ non-decreasing times spanning > 0 s")
         speedup = _positive(data, "speedup", where) if "speedup" in data else 1.0
         rate = speedup * (len(stamps) - 1) / (stamps[-1] - stamps[0])
         return OpenLoopArrivals(process, rate, trace_gaps=tuple(float(g) for g in gaps))
-    raise ValueError(
+    raise WorkloadError(
         f"{where}.process: must be poisson, gamma, constant or trace (or give concurrency), "
         f"got {process!r}"
     )
@@ -276,7 +284,7 @@ def parse_arrival(data: Mapping[str, Any], where: str = "arrival") -> ArrivalPro
 def _positive(data: Mapping[str, Any], key: str, where: str) -> float:
     value = _number(data, key, where)
     if value <= 0:
-        raise ValueError(f"{where}.{key}: must be positive")
+        raise WorkloadError(f"{where}.{key}: must be positive")
     return value
 
 
@@ -300,27 +308,27 @@ class Workload:
 
     def __post_init__(self) -> None:
         if not 0 <= self.prefix_share <= 1:
-            raise ValueError("prefix_share: must be between 0 and 1")
+            raise WorkloadError("prefix_share: must be between 0 and 1")
         if self.prefix_tokens < 0:
-            raise ValueError("prefix_tokens: must not be negative")
+            raise WorkloadError("prefix_tokens: must not be negative")
         if self.prefix_share > 0 and self.prefix_tokens < 1:
-            raise ValueError("prefix_tokens: must be positive when prefix_share > 0")
+            raise WorkloadError("prefix_tokens: must be positive when prefix_share > 0")
         if self.prefix_groups < 1:
-            raise ValueError("prefix_groups: must be at least 1")
+            raise WorkloadError("prefix_groups: must be at least 1")
         gaps = len(self.arrival.trace_gaps) if isinstance(self.arrival, OpenLoopArrivals) else 0
         for name, length in (("isl", self.input_length), ("osl", self.output_length)):
             if isinstance(length, ReplayedLength) and gaps and len(length.values) != gaps + 1:
-                raise ValueError(f"{name}.values: a replay needs one length per trace timestamp")
+                raise WorkloadError(f"{name}.values: a replay needs one length per trace timestamp")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Workload:
         """Keys: isl, osl (length dicts), arrival, and optional prefix_share, prefix_tokens,
         prefix_groups."""
         if not isinstance(data, Mapping):
-            raise ValueError("workload: must be an object")
+            raise WorkloadError("workload: must be an object")
         for key in ("isl", "osl", "arrival"):
             if key not in data:
-                raise ValueError(f"{key}: is required")
+                raise WorkloadError(f"{key}: is required")
 
         def optional(key: str, default: float) -> float:
             return _number(data, key, "workload") if key in data else default
@@ -437,7 +445,9 @@ def _trace_row(row: Mapping[str, Any] | Sequence[Any], number: int) -> dict[str,
     elif isinstance(row, Sequence) and not isinstance(row, str) and 3 <= len(row) <= 4:
         values = dict(zip(_TRACE_COLUMNS, row, strict=False))
     else:
-        raise ValueError(f"rows[{number}]: must be a mapping or (timestamp, isl, osl[, prefix_id])")
+        raise WorkloadError(
+            f"rows[{number}]: must be a mapping or (timestamp, isl, osl[, prefix_id])"
+        )
     where = f"rows[{number}]"
     return {
         "timestamp": _number(values, "timestamp", where, minimum=-math.inf),
@@ -456,11 +466,11 @@ def trace_summary(rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> TraceSum
         (_trace_row(row, number) for number, row in enumerate(rows)), key=lambda r: r["timestamp"]
     )
     if len(parsed) < 2:
-        raise ValueError("rows: a trace needs at least two requests")
+        raise WorkloadError("rows: a trace needs at least two requests")
     stamps = np.array([r["timestamp"] for r in parsed])
     duration = float(stamps[-1] - stamps[0])
     if duration <= 0:
-        raise ValueError("rows: timestamps must span more than zero seconds")
+        raise WorkloadError("rows: timestamps must span more than zero seconds")
     gaps = np.diff(stamps)
     cv = float(np.std(gaps) / np.mean(gaps))
     prefix_ids = [r["prefix_id"] for r in parsed if r["prefix_id"] is not None]

@@ -117,6 +117,37 @@ def test_bad_load_points_are_refused_naming_them(alice, acme, selection, points,
         )
 
 
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"isl": {"kind": "uniform"}}, "isl.kind: must be fixed, normal"),
+        ({"arrival": {"process": "trace", "trace": 999999}}, "arrival.trace: your team has no"),
+    ],
+)
+def test_a_stored_workload_that_no_longer_parses_is_refused_under_workload(
+    alice, acme, selection, change, words
+):
+    selection.workload = {**selection.workload, **change}
+    selection.save(update_fields=["workload"])
+    with pytest.raises(ValidationError) as refused:
+        plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions())
+    assert list(refused.value.message_dict) == ["workload"]
+    assert words in refused.value.message_dict["workload"][0]
+    assert not BenchmarkPlan.objects.exists()
+
+
+def test_a_custom_model_whose_architecture_fails_the_estimators_check_is_refused_under_model(
+    alice, acme, selection
+):
+    selection.model = None
+    selection.custom_model = {"name": "tiny", "params_total_b": 0}
+    selection.save(update_fields=["model", "custom_model"])
+    with pytest.raises(ValidationError) as refused:
+        plan_create(actor_user=alice, team=acme, selection_id=selection.pk, options=PlanOptions())
+    assert list(refused.value.message_dict) == ["model"]
+    assert not BenchmarkPlan.objects.exists()
+
+
 def test_the_plan_page_creates_a_plan_and_another_team_gets_404(
     alice_client, charlie_client, selection
 ):

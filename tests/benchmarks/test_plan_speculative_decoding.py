@@ -148,6 +148,20 @@ def test_the_plan_form_shows_speculative_problems_on_their_fields(alice_client, 
     assert not BenchmarkPlan.objects.exists()
 
 
+def test_the_plan_form_refuses_a_dry_run_with_speculative_decoding_on_its_method(
+    alice_client, selection
+):
+    response = alice_client.post(
+        f"/benchmarks/new/{selection.pk}/",
+        {**FORM, "run_mode": "simulated", "speculative_method": "ngram",
+         "speculative_num_tokens": 4},
+    )  # fmt: skip
+    assert response.status_code == 200
+    (problem,) = response.context["form"].errors["speculative_method"]
+    assert "the simulated engine does not model speculative decoding" in problem
+    assert not BenchmarkPlan.objects.exists()
+
+
 def test_the_plan_form_plans_with_speculative_decoding_and_the_plan_page_says_so(
     alice_client, selection
 ):

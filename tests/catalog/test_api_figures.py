@@ -8,18 +8,11 @@ computation stop on an internal error, for every team, since each evaluates ever
 from __future__ import annotations
 
 import pytest
-from django.urls import reverse
 
-from apps.audit.models import AuditEvent
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
-from tests.conftest import logged_in
+from tests.catalog.refusals import assert_patch_refused, patch_detail
 
 pytestmark = pytest.mark.django_db
-
-
-def _patch(curator, name: str, key, body: dict):
-    url = reverse(f"catalog-{name}-detail", args=[key])
-    return logged_in(curator).patch(url, body, content_type="application/json")
 
 
 @pytest.mark.parametrize("fraction", [-7.35e145, 0, 1.5])
@@ -27,21 +20,16 @@ def test_a_release_memory_fraction_outside_zero_to_one_is_a_400_and_nothing_chan
     catalog, curator, fraction
 ):
     release = EngineRelease.objects.filter(memory_fraction__isnull=False).first()
-    events = AuditEvent.objects.count()
 
-    response = _patch(curator, "release", release.pk, {"memory_fraction": fraction})
+    assert_patch_refused(curator, release, "release", release.pk, "memory_fraction", fraction)
 
-    assert response.status_code == 400, response.json()
-    assert list(response.json()) == ["memory_fraction"]
-    release.refresh_from_db()
     assert 0 < release.memory_fraction <= 1
-    assert AuditEvent.objects.count() == events
 
 
 def test_a_release_memory_fraction_of_one_is_accepted(catalog, curator):
     release = EngineRelease.objects.filter(memory_fraction__isnull=False).first()
 
-    response = _patch(curator, "release", release.pk, {"memory_fraction": 1})
+    response = patch_detail(curator, "release", release.pk, {"memory_fraction": 1})
 
     assert response.status_code == 200, response.json()
     assert EngineRelease.objects.get(pk=release.pk).memory_fraction == 1
@@ -55,17 +43,12 @@ def test_an_accelerator_figure_of_zero_or_less_is_a_400_and_nothing_changes(
     catalog, curator, field, value
 ):
     accelerator = Accelerator.objects.get(slug="h100-sxm")
-    before = getattr(accelerator, field)
 
-    response = _patch(curator, "accelerator", accelerator.slug, {field: value})
-
-    assert response.status_code == 400, response.json()
-    assert list(response.json()) == [field]
-    assert getattr(Accelerator.objects.get(pk=accelerator.pk), field) == before
+    assert_patch_refused(curator, accelerator, "accelerator", accelerator.slug, field, value)
 
 
 def test_an_unsourced_accelerator_figure_may_still_be_cleared(catalog, curator):
-    response = _patch(curator, "accelerator", "h100-sxm", {"fp4_tflops": None})
+    response = patch_detail(curator, "accelerator", "h100-sxm", {"fp4_tflops": None})
 
     assert response.status_code == 200, response.json()
     assert Accelerator.objects.get(slug="h100-sxm").fp4_tflops is None
@@ -79,10 +62,5 @@ def test_a_model_figure_of_zero_or_less_is_a_400_and_nothing_changes(
     catalog, curator, field, value
 ):
     model = ModelSpec.objects.get(slug="llama-3.1-8b")
-    before = getattr(model, field)
 
-    response = _patch(curator, "model", model.slug, {field: value})
-
-    assert response.status_code == 400, response.json()
-    assert list(response.json()) == [field]
-    assert getattr(ModelSpec.objects.get(pk=model.pk), field) == before
+    assert_patch_refused(curator, model, "model", model.slug, field, value)

@@ -281,3 +281,29 @@ def test_what_a_speculating_job_needs_reads_as_words_on_the_plan_page():
         "llama.cpp (any build) through llama-server with model gemma-3-1b and draft model "
         "gemma-draft on 1 x NVIDIA L40S (l40s)"
     )
+
+
+def test_only_llama_cpp_pools_get_frontend_variants_on_a_runner_that_also_has_vllm():
+    engines = {**LLAMA_SERVER, "llama-cpp-python": "0.3.36", "vllm": "0.8.5"}
+    probe = {"gpus": [{"name": "NVIDIA L40S"}], "engines": engines, "models": ["gemma-3-1b"],
+             "draft_models": {"gemma-draft": ["gemma-3-1b"]}}  # fmt: skip
+    labels = derive_labels(validate_probe(probe), CATALOG)
+    queues = queues_for(runner_id=7, team_id=3, labels=labels)
+    vllm = [queue for queue in queues if ".vllm." in queue]
+    assert vllm == [
+        "pool.3.l40s.1.vllm.model-gemma-3-1b",
+        "pool.3.l40s.1.vllm.model-gemma-3-1b.draft-gemma-draft",
+        "pool.3.l40s.1.vllm.v0.8.model-gemma-3-1b",
+        "pool.3.l40s.1.vllm.v0.8.model-gemma-3-1b.draft-gemma-draft",
+    ]
+    assert [queue for queue in queues if ".frontend-" in queue and ".llama-cpp." not in queue] == []
+    # A vLLM job, speculating or not, still waits on a pool this runner consumes.
+    for draft in ("", "gemma-draft"):
+        needs = JobNeeds("l40s", 1, "vllm", "0.8.0", "gemma-3-1b", draft_model=draft)
+        assert pool_queue(needs, team_id=3) in vllm
+    # The llama.cpp pools keep their frontend variants, with and without the draft.
+    assert {
+        "pool.3.l40s.1.llama-cpp.model-gemma-3-1b.frontend-llama-server",
+        "pool.3.l40s.1.llama-cpp.model-gemma-3-1b.draft-gemma-draft.frontend-llama-server",
+        "pool.3.l40s.1.llama-cpp.model-gemma-3-1b.frontend-llama-cpp-python",
+    } <= set(queues)

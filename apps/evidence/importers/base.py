@@ -84,11 +84,66 @@ class RecordBuilder:
         )
 
 
+class ShapeError(ValueError):
+    """A tool file that parses but is not laid out as the tool writes it: a number where a list
+    belongs, a string where an object does, an infinite token count. The message names where."""
+
+
 def require(mapping: Any, key: str, where: str) -> Any:
     """mapping[key], or a ValueError that names the file part and the key."""
     if not isinstance(mapping, Mapping) or key not in mapping:
         raise ValueError(f"{where}: missing {key!r}")
     return mapping[key]
+
+
+def obj(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ShapeError(f"{where}: must be an object, got {type(value).__name__}")
+    return value
+
+
+def optional_obj(value: Any, where: str) -> Mapping[str, Any]:
+    """An object, or {} for a missing (null, empty) one."""
+    return obj(value, where) if value else {}
+
+
+def items(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}: must be a list, got {type(value).__name__}")
+    return value
+
+
+def optional_items(value: Any, where: str) -> list[Any]:
+    """A list, or [] for a missing (null, empty) one."""
+    return items(value, where) if value else []
+
+
+def number(value: Any, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as error:
+        raise ShapeError(f"{where}: must be a number, got {value!r}") from error
+
+
+def optional_number(value: Any, where: str) -> float | None:
+    return None if value is None else number(value, where)
+
+
+def count(value: Any, where: str) -> int:
+    """A token count or concurrency, as int() reads it (a float is truncated)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ShapeError(f"{where}: must be a whole number, got {value!r}") from error
+
+
+def optional_text(value: Any, where: str) -> str | None:
+    """A message, or None for a missing (null, empty) one."""
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise ShapeError(f"{where}: must be text, got {value!r}")
+    return value
 
 
 def scaled(value: float | None, factor: float) -> float | None:

@@ -9,10 +9,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apps.evidence.importers.base import MS, ImportedRun, RecordBuilder, error_text, require, scaled
+from apps.evidence.importers.base import (
+    MS,
+    ImportedRun,
+    RecordBuilder,
+    count,
+    error_text,
+    items,
+    number,
+    obj,
+    optional_items,
+    optional_number,
+    optional_obj,
+    optional_text,
+    require,
+    scaled,
+)
 from apps.evidence.schema import LoadPoint, LoadPointSamples
 
 TOOL = "guidellm"
+BENCHMARK = "guidellm benchmark"
+STRATEGY = "guidellm strategy"
+REQUEST = "guidellm request"
 INCOMPLETE = "incomplete: cancelled at the end of the benchmark window"
 NOTES = [
     "guidellm's time_per_output_token_ms divides by every output token, the first included; "
@@ -27,69 +45,85 @@ NOTES = [
 
 
 def _load_point(strategy: Mapping[str, Any]) -> LoadPoint:
-    kind = require(strategy, "type_", "guidellm strategy")
+    kind = require(strategy, "type_", STRATEGY)
     if kind in ("constant", "poisson"):
-        return LoadPoint(rate_rps=float(require(strategy, "rate", "guidellm strategy")))
+        return LoadPoint(rate_rps=number(require(strategy, "rate", STRATEGY), f"{STRATEGY} rate"))
     if kind == "synchronous":
         return LoadPoint(concurrency=1)
     if kind == "concurrent":
-        return LoadPoint(concurrency=int(require(strategy, "streams", "guidellm strategy")))
+        streams = require(strategy, "streams", STRATEGY)
+        return LoadPoint(concurrency=count(streams, f"{STRATEGY} streams"))
     if kind == "throughput" and strategy.get("max_concurrency"):
-        return LoadPoint(concurrency=int(strategy["max_concurrency"]))
+        return LoadPoint(
+            concurrency=count(strategy["max_concurrency"], f"{STRATEGY} max_concurrency")
+        )
     raise ValueError(f"guidellm strategy: {kind!r} has no fixed rate or concurrency")
 
 
 def _add_request(
     builder: RecordBuilder, request: Mapping[str, Any], start: float, error: str | None
 ) -> None:
-    sent = request.get("request_start_time")
+    sent = optional_number(request.get("request_start_time"), f"{REQUEST} request_start_time")
+    ttft_ms = optional_number(request.get("time_to_first_token_ms"), f"{REQUEST} ttft")
     ok = error is None
     builder.add(
         send_s=None if sent is None else sent - start,
-        ttft_s=scaled(request.get("time_to_first_token_ms"), MS) if ok else None,
+        ttft_s=scaled(ttft_ms, MS) if ok else None,
         itl_s=None,
         e2e_s=request.get("request_latency") if ok else None,
-        input_tokens=int(request.get("prompt_tokens") or 0),
-        output_tokens=int(request.get("output_tokens") or 0),
+        input_tokens=count(request.get("prompt_tokens") or 0, f"{REQUEST} prompt_tokens"),
+        output_tokens=count(request.get("output_tokens") or 0, f"{REQUEST} output_tokens"),
         error=error,
     )
 
 
+def _requests(requests: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    where = f"guidellm requests {kind}"
+    return [obj(request, where) for request in optional_items(requests.get(kind), where)]
+
+
 def _benchmark(benchmark: Mapping[str, Any]) -> LoadPointSamples:
-    config = require(benchmark, "config", "guidellm benchmark")
-    requests = require(benchmark, "requests", "guidellm benchmark")
-    start = float(require(benchmark, "start_time", "guidellm benchmark"))
+    config = require(benchmark, "config", BENCHMARK)
+    requests = obj(require(benchmark, "requests", BENCHMARK), f"{BENCHMARK} requests")
+    start = number(require(benchmark, "start_time", BENCHMARK), f"{BENCHMARK} start_time")
     builder = RecordBuilder()
-    for request in requests.get("successful") or []:
+    for request in _requests(requests, "successful"):
         _add_request(builder, request, start, None)
-    for request in requests.get("errored") or []:
-        message = error_text((request.get("info") or {}).get("error")) or "errored"
+    for request in _requests(requests, "errored"):
+        info = optional_obj(request.get("info"), f"{REQUEST} info")
+        message = error_text(optional_text(info.get("error"), f"{REQUEST} error")) or "errored"
         _add_request(builder, request, start, message)
-    for request in requests.get("incomplete") or []:
+    for request in _requests(requests, "incomplete"):
         _add_request(builder, request, start, INCOMPLETE)
     point = _load_point(require(config, "strategy", "guidellm benchmark config"))
-    duration = float(require(benchmark, "duration", "guidellm benchmark"))
+    duration = number(require(benchmark, "duration", BENCHMARK), f"{BENCHMARK} duration")
     return builder.samples(point, duration, multi_token_chunks=False)
 
 
 def _requested_lengths(spec: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    data = spec.get("data") or []
-    if len(data) != 1 or data[0].get("kind") != "synthetic_text":
+    data = optional_items(spec.get("data"), "guidellm spec data")
+    if len(data) != 1 or obj(data[0], "guidellm spec data").get("kind") != "synthetic_text":
         return None, None
-    return data[0].get("prompt_tokens"), data[0].get("output_tokens")
+    isl, osl = data[0].get("prompt_tokens"), data[0].get("output_tokens")
+    where = "guidellm spec data"
+    return optional_number(isl, f"{where} prompt_tokens"), optional_number(
+        osl, f"{where} output_tokens"
+    )
 
 
 def import_guidellm(report: Mapping[str, Any]) -> ImportedRun:
     """Map a guidellm report (format version 2, guidellm 0.8)."""
-    metadata = require(report, "metadata", "guidellm report")
-    benchmarks = require(report, "benchmarks", "guidellm report")
-    spec = (report.get("config") or {}).get("spec") or {}
+    metadata = obj(require(report, "metadata", "guidellm report"), "guidellm metadata")
+    benchmarks = items(require(report, "benchmarks", "guidellm report"), "guidellm benchmarks")
+    config = optional_obj(report.get("config"), "guidellm config")
+    spec = optional_obj(config.get("spec"), "guidellm config spec")
     isl, osl = _requested_lengths(spec)
+    backend = optional_obj(spec.get("backend"), "guidellm spec backend")
     return ImportedRun(
         identity={
             "harness_tool": TOOL,
             "harness_version": metadata.get("guidellm_version"),
-            "model": (spec.get("backend") or {}).get("model"),
+            "model": backend.get("model"),
         },
         load_points=[_benchmark(benchmark) for benchmark in benchmarks],
         notes=list(NOTES),

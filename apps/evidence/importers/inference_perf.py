@@ -16,13 +16,20 @@ import numpy as np
 from apps.evidence.importers.base import (
     ImportedRun,
     RecordBuilder,
+    count,
     error_text,
+    items,
+    number,
     offsets_from_first,
+    optional_items,
+    optional_number,
+    optional_obj,
     require,
 )
 from apps.evidence.schema import LoadPoint
 
 TOOL = "inference-perf"
+REQUEST = "inference-perf request"
 NOTES = [
     "inference-perf's time_per_output_token is our TPOT but divides by a client "
     "re-tokenisation of the output; TPOT is recomputed with the server's completion tokens.",
@@ -73,9 +80,9 @@ def _output_tokens(
     refuse; a client count there is only a re-tokenisation that merged tokens.
     """
     if usage.get("completion_tokens") is not None:
-        return int(usage["completion_tokens"])
+        return count(usage["completion_tokens"], "inference-perf server_usage completion_tokens")
     counts.without_usage += 1
-    client = int(response.get("output_tokens") or 0)
+    client = count(response.get("output_tokens") or 0, "inference-perf output_tokens")
     if client < chunks:
         counts.raised += 1
         return chunks
@@ -85,12 +92,15 @@ def _output_tokens(
 def _add_request(
     builder: RecordBuilder, request: Mapping[str, Any], send_s: float, counts: _Counts
 ) -> None:
-    start = float(require(request, "start_time", "inference-perf request"))
-    end = float(require(request, "end_time", "inference-perf request"))
-    info = request.get("info") or {}
-    response = info.get("response_metrics") or {}
-    usage = response.get("server_usage") or {}
-    chunk_times = response.get("chunk_times")
+    start = number(require(request, "start_time", REQUEST), f"{REQUEST} start_time")
+    end = number(require(request, "end_time", REQUEST), f"{REQUEST} end_time")
+    info = optional_obj(request.get("info"), f"{REQUEST} info")
+    response = optional_obj(info.get("response_metrics"), f"{REQUEST} response_metrics")
+    usage = optional_obj(response.get("server_usage"), f"{REQUEST} server_usage")
+    chunk_times = [
+        number(time, f"{REQUEST} chunk_times")
+        for time in optional_items(response.get("chunk_times"), f"{REQUEST} chunk_times")
+    ]
     error = _error(request.get("error"))
     streamed = bool(chunk_times) and error is None
     builder.add(
@@ -98,7 +108,9 @@ def _add_request(
         ttft_s=chunk_times[0] - start if streamed else None,
         itl_s=np.diff(chunk_times).tolist() if streamed else None,
         e2e_s=end - start,
-        input_tokens=int(usage.get("prompt_tokens") or info.get("input_tokens") or 0),
+        input_tokens=count(
+            usage.get("prompt_tokens") or info.get("input_tokens") or 0, f"{REQUEST} input tokens"
+        ),
         output_tokens=_output_tokens(usage, response, len(chunk_times) if streamed else 0, counts),
         error=error,
     )
@@ -114,8 +126,15 @@ def import_inference_perf(
     requested_osl: float | None = None,
 ) -> ImportedRun:
     """Map one single-stage inference-perf run; `load_point` is the stage that was run."""
-    duration = float(require(summary, "benchmark_time_seconds", "inference-perf summary"))
-    starts = [require(request, "start_time", "inference-perf request") for request in per_request]
+    duration = number(
+        require(summary, "benchmark_time_seconds", "inference-perf summary"),
+        "inference-perf summary benchmark_time_seconds",
+    )
+    per_request = items(per_request, "inference-perf per-request metrics")
+    starts = [
+        optional_number(require(request, "start_time", REQUEST), f"{REQUEST} start_time")
+        for request in per_request
+    ]
     builder, counts = RecordBuilder(), _Counts()
     for request, send_s in zip(per_request, offsets_from_first(starts), strict=True):
         _add_request(builder, request, send_s, counts)

@@ -13,13 +13,20 @@ from typing import Any
 from apps.evidence.importers.base import (
     ImportedRun,
     RecordBuilder,
+    count,
     error_text,
+    items,
+    number,
     offsets_from_first,
+    optional_items,
+    optional_number,
+    optional_text,
     require,
 )
 from apps.evidence.schema import LoadPoint
 
 TOOL = "vllm bench serve"
+WHERE = "vllm result (run with --save-detailed)"
 PER_REQUEST_KEYS = ("ttfts", "itls", "latencies", "input_lens", "output_lens", "errors")
 NOTES = [
     "vLLM's TPOT already excludes the first token; TPOT is recomputed from latencies and "
@@ -33,41 +40,43 @@ NOTES = [
 
 def _load_point(result: Mapping[str, Any], requests: int) -> tuple[LoadPoint, list[str]]:
     rate, concurrency = result.get("request_rate", "inf"), result.get("max_concurrency")
-    if rate not in ("inf", None) and rate != float("inf"):
+    if rate not in ("inf", None) and number(rate, "vllm result request_rate") != float("inf"):
         capped = [] if concurrency is None else [f"the rate was capped at {concurrency} in flight"]
         return LoadPoint(rate_rps=float(rate)), capped
     if concurrency is not None:
-        return LoadPoint(concurrency=int(concurrency)), []
+        return LoadPoint(concurrency=count(concurrency, "vllm result max_concurrency")), []
     return LoadPoint(concurrency=requests), ["request_rate inf: every request was sent at once"]
 
 
 def import_vllm(result: Mapping[str, Any], *, tool_version: str | None = None) -> ImportedRun:
     """Map one result file; `tool_version` is vLLM's version (the file does not state it)."""
     columns = {
-        key: require(result, key, "vllm result (run with --save-detailed)")
-        for key in PER_REQUEST_KEYS
+        key: items(require(result, key, WHERE), f"vllm result {key}") for key in PER_REQUEST_KEYS
     }
-    count = len(columns["ttfts"])
-    if any(len(values) != count for values in columns.values()):
+    requests = len(columns["ttfts"])
+    if any(len(values) != requests for values in columns.values()):
         raise ValueError("vllm result: per-request lists have different lengths")
-    starts = result.get("start_times") or [None] * count
-    if len(starts) != count:
-        raise ValueError(f"vllm result: {len(starts)} start_times for {count} requests")
+    starts = [
+        optional_number(start, "vllm result start_times")
+        for start in optional_items(result.get("start_times"), "vllm result start_times")
+    ] or [None] * requests
+    if len(starts) != requests:
+        raise ValueError(f"vllm result: {len(starts)} start_times for {requests} requests")
     builder = RecordBuilder()
     for position, send_s in enumerate(offsets_from_first(starts)):
-        error = error_text(columns["errors"][position])
+        error = error_text(optional_text(columns["errors"][position], "vllm result errors"))
         ok = error is None
         builder.add(
             send_s=send_s,
             ttft_s=columns["ttfts"][position] if ok else None,
-            itl_s=list(columns["itls"][position]) if ok else None,
+            itl_s=list(items(columns["itls"][position], "vllm result itls")) if ok else None,
             e2e_s=columns["latencies"][position] if ok else None,
-            input_tokens=int(columns["input_lens"][position]),
-            output_tokens=int(columns["output_lens"][position]),
+            input_tokens=count(columns["input_lens"][position], "vllm result input_lens"),
+            output_tokens=count(columns["output_lens"][position], "vllm result output_lens"),
             error=error,
         )
-    load_point, traffic_notes = _load_point(result, count)
-    duration = float(require(result, "duration", "vllm result"))
+    load_point, traffic_notes = _load_point(result, requests)
+    duration = number(require(result, "duration", "vllm result"), "vllm result duration")
     identity = {
         "harness_tool": TOOL,
         "harness_version": tool_version,
