@@ -92,3 +92,26 @@ def test_a_value_of_another_type_anywhere_in_a_tools_files_is_imported_or_refuse
                 except Exception as error:  # what escapes: a shape no importer checks
                     crashes.append((role, path, value, f"{type(error).__name__}: {error}"))
     assert crashes == []
+
+
+SUCCESSFUL = ("benchmarks", 0, "requests", "successful", 0)
+
+
+@pytest.mark.parametrize("value", ["12.5", True, float("inf")])
+@pytest.mark.parametrize(
+    ("tool", "role", "path", "named"),
+    [
+        ("guidellm", "report", (*SUCCESSFUL, "request_latency"), "request_latency"),
+        ("guidellm", "report", (*SUCCESSFUL, "prompt_tokens"), "prompt_tokens"),
+        ("vllm", "result", ("duration",), "duration"),
+        ("aiperf", "summary", ("benchmark_duration", "avg"), "benchmark_duration"),
+    ],
+)
+def test_a_number_written_as_text_true_or_infinite_is_refused_naming_where(
+    tool, role, path, named, value
+):
+    documents = _documents(tool)
+    files = {r: _encoded(r, d) for r, d in documents.items()}
+    files[role] = _encoded(role, _replaced(documents[role], path, value))
+    with pytest.raises(ValueError, match=named):
+        read_tool_files(tool, files, ImportOptions())

@@ -8,6 +8,7 @@ names, definitions) is written in `notes`, so a reader knows how the numbers wer
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,10 +120,10 @@ def optional_items(value: Any, where: str) -> list[Any]:
 
 
 def number(value: Any, where: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError) as error:
-        raise ShapeError(f"{where}: must be a number, got {value!r}") from error
+    """A finite JSON number; text, true/false and infinities are not how the tools write one."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ShapeError(f"{where}: must be a finite number, got {value!r}")
+    return float(value)
 
 
 def optional_number(value: Any, where: str) -> float | None:
@@ -130,11 +131,10 @@ def optional_number(value: Any, where: str) -> float | None:
 
 
 def count(value: Any, where: str) -> int:
-    """A token count or concurrency, as int() reads it (a float is truncated)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise ShapeError(f"{where}: must be a whole number, got {value!r}") from error
+    """A token count or concurrency: a JSON number, a fractional one truncated as int() does."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ShapeError(f"{where}: must be a whole number, got {value!r}")
+    return int(value)
 
 
 def optional_text(value: Any, where: str) -> str | None:

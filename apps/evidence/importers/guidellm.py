@@ -70,7 +70,9 @@ def _add_request(
         send_s=None if sent is None else sent - start,
         ttft_s=scaled(ttft_ms, MS) if ok else None,
         itl_s=None,
-        e2e_s=request.get("request_latency") if ok else None,
+        e2e_s=optional_number(request.get("request_latency"), f"{REQUEST} request_latency")
+        if ok
+        else None,
         input_tokens=count(request.get("prompt_tokens") or 0, f"{REQUEST} prompt_tokens"),
         output_tokens=count(request.get("output_tokens") or 0, f"{REQUEST} output_tokens"),
         error=error,
@@ -101,13 +103,17 @@ def _benchmark(benchmark: Mapping[str, Any]) -> LoadPointSamples:
 
 
 def _requested_lengths(spec: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    data = optional_items(spec.get("data"), "guidellm spec data")
-    if len(data) != 1 or obj(data[0], "guidellm spec data").get("kind") != "synthetic_text":
-        return None, None
-    isl, osl = data[0].get("prompt_tokens"), data[0].get("output_tokens")
+    """The lengths asked for, when the spec names one synthetic data source."""
     where = "guidellm spec data"
-    return optional_number(isl, f"{where} prompt_tokens"), optional_number(
-        osl, f"{where} output_tokens"
+    data = optional_items(spec.get("data"), where)
+    if len(data) != 1:
+        return None, None
+    source = obj(data[0], where)
+    if source.get("kind") != "synthetic_text":
+        return None, None
+    return (
+        optional_number(source.get("prompt_tokens"), f"{where} prompt_tokens"),
+        optional_number(source.get("output_tokens"), f"{where} output_tokens"),
     )
 
 

@@ -40,9 +40,9 @@ NOTES = [
 
 def _load_point(result: Mapping[str, Any], requests: int) -> tuple[LoadPoint, list[str]]:
     rate, concurrency = result.get("request_rate", "inf"), result.get("max_concurrency")
-    if rate not in ("inf", None) and number(rate, "vllm result request_rate") != float("inf"):
+    if rate not in ("inf", None, float("inf")):
         capped = [] if concurrency is None else [f"the rate was capped at {concurrency} in flight"]
-        return LoadPoint(rate_rps=float(rate)), capped
+        return LoadPoint(rate_rps=number(rate, "vllm result request_rate")), capped
     if concurrency is not None:
         return LoadPoint(concurrency=count(concurrency, "vllm result max_concurrency")), []
     return LoadPoint(concurrency=requests), ["request_rate inf: every request was sent at once"]
