@@ -54,9 +54,11 @@ class RunnerProcess:
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
-    def add_model(self, slug: str, checkpoint: Path) -> None:
-        """Map a catalog model to a local checkpoint in this runner's model store."""
-        self.cli("models", "add", slug, str(checkpoint))
+    def add_model(self, slug: str, checkpoint: Path, draft_for: str | None = None) -> None:
+        """Map a catalog model to a local checkpoint in this runner's model store; with
+        `draft_for`, a speculative draft model key, declared a draft of that model."""
+        draft = ("--draft-for", draft_for) if draft_for else ()
+        self.cli("models", "add", slug, str(checkpoint), *draft)
 
     def enroll(self, url: str, token: str, accelerator: str = "h100-sxm", gpus: int = 1) -> None:
         self.cli("enroll", "--url", url, "--token", token, "--name", self.name,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,7 +252,6 @@ def test_llama_cpp_python_commands_parse_with_the_servers_own_parser(stack, tmp_
     assert model.n_gpu_layers == -1
 
 
-LLAMA_SERVER_ENV = "STACKSELECT_LLAMA_SERVER"
 DRAFT = {"method": "draft", "draft_model": "d.gguf", "num_tokens": 3}
 # llama-server runs parallel slots and takes a draft model rather than prompt lookup.
 LLAMA_SERVER_STACKS: dict[str, dict[str, Any]] = {
@@ -264,22 +262,6 @@ LLAMA_SERVER_STACKS: dict[str, dict[str, Any]] = {
     "rows split across two GPUs": {"precision": "q4_k_m", "tp": 2},
     "layers split across two GPUs": {"precision": "q4_k_m", "pp": 2},
 }  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Path:
-    """The llama-server `make` builds from the pinned sdist: $STACKSELECT_LLAMA_SERVER (the
-    Makefile's TEST_ENV names it), else .venv/libexec/llama-server; never one found on PATH, which
-    could be any build. Missing, the test fails under `make` or CI and skips only on a bare
-    pytest run where `make llama-server` has not run yet."""
-    named = os.environ.get(LLAMA_SERVER_ENV)
-    path = Path(named) if named else Path(sys.prefix) / "libexec" / "llama-server"
-    if path.is_file() and os.access(path, os.X_OK):
-        return path
-    message = f"{path} is missing; `make llama-server` builds it"
-    if named or os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def parse_with(binary: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
