@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stackselect_domain.engine_versions import BUILD_SERIES, version_series
 from stackselect_runner.engines import LaunchSpec, UnsupportedSetting, get_engine_adapter
 from stackselect_runner.engines.base import ENGINE_CPUS_ENV
 from stackselect_runner.probe import parse_llama_server_version
@@ -298,10 +299,14 @@ def test_the_binarys_parser_refuses_an_unknown_flag_a_removed_one_and_a_wrong_va
     assert wrong.returncode == 1 and "Unsupported cache type: fp8" in wrong.stderr
 
 
-def test_the_runners_probe_reads_the_pinned_binarys_version(llama_server):
+def test_the_runners_probe_reads_the_pinned_binarys_version_as_a_llama_cpp_build(llama_server):
+    """A catalog llama.cpp release ("b10488") accepts every build; a version read as a release
+    series instead (this build prints "0.5.0-dev (build 0, commit ...)") would leave every
+    llama.cpp job waiting for a runner that has llama-server."""
     done = subprocess.run(
         [str(llama_server), "--version"], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
     version = parse_llama_server_version(done.stdout + done.stderr)
     assert version is not None and "commit unknown" not in version, done.stderr
+    assert version_series(version) == BUILD_SERIES, version
