@@ -90,14 +90,21 @@ class RunnerProcess:
 
 
 def wait_for(
-    condition: Callable[[], bool], *, timeout: float, what: str, every: float = 0.3
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str | Callable[[], str],
+    every: float = 0.3,
 ) -> None:
+    """`what` names what was awaited; a callable is asked only on a timeout, so it can say
+    what the state was then (a runner's output, a job's reason)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    described = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {described}")
 
 
 def restart_local_redis(broker_url: str) -> None:
