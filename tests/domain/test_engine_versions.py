@@ -17,6 +17,8 @@ from stackselect_domain.engine_versions import BUILD_SERIES, release_accepts, ve
         ("1.2.1rc2", "1.2"),
         ("b10488", BUILD_SERIES),
         ("4034 (3e0ba0e6)", BUILD_SERIES),
+        # What llama-server from llama-cpp-python 0.3.36's llama.cpp prints (`make` builds it).
+        ("0.5.0-dev (build 0, commit 0c1e57098)", BUILD_SERIES),
         ("llama-cpp-python 0.3.36", BUILD_SERIES),
         ("", None),
         ("unknown", None),
@@ -31,5 +33,7 @@ def test_a_release_accepts_its_own_series_only():
     assert not release_accepts("0.5.23", "0.4.9")
     assert not release_accepts("0.33.0", "0.3.3")
     assert release_accepts("b10488", "llama-cpp-python 0.3.36")
+    assert release_accepts("b10488", "0.5.0-dev (build 0, commit 0c1e57098)")
+    assert not release_accepts("0.5.23", "0.5.0-dev (build 0, commit 0c1e57098)")
     assert not release_accepts("0.5.23", None)
     assert not release_accepts("", "0.5.23")

@@ -36,11 +36,15 @@ def runners(live_server, alice, acme, tmp_path, fast_fleet):
         gpus: int = 1,
         offers: tuple[str, ...] | None = None,
         models: dict[str, Path] | None = None,
+        drafts: dict[str, tuple[Path, str]] | None = None,
     ) -> RunnerProcess:
+        """`drafts`: draft model key -> (its checkpoint, the model slug it drafts for)."""
         _, token = enrollment_token_create(actor_user=alice, team=acme)
         runner = RunnerProcess(name=name, home=tmp_path / name, offers=offers)
         for slug, checkpoint in (models or {}).items():
             runner.add_model(slug, checkpoint)
+        for key, (checkpoint, model) in (drafts or {}).items():
+            runner.add_model(key, checkpoint, draft_for=model)
         runner.enroll(live_server.url, token, gpus=gpus)
         runner.start()
         started.append(runner)

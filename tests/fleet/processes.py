@@ -54,9 +54,11 @@ class RunnerProcess:
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
-    def add_model(self, slug: str, checkpoint: Path) -> None:
-        """Map a catalog model to a local checkpoint in this runner's model store."""
-        self.cli("models", "add", slug, str(checkpoint))
+    def add_model(self, slug: str, checkpoint: Path, draft_for: str | None = None) -> None:
+        """Map a catalog model to a local checkpoint in this runner's model store; with
+        `draft_for`, a speculative draft model key, declared a draft of that model."""
+        draft = ("--draft-for", draft_for) if draft_for else ()
+        self.cli("models", "add", slug, str(checkpoint), *draft)
 
     def enroll(self, url: str, token: str, accelerator: str = "h100-sxm", gpus: int = 1) -> None:
         self.cli("enroll", "--url", url, "--token", token, "--name", self.name,
@@ -88,14 +90,21 @@ class RunnerProcess:
 
 
 def wait_for(
-    condition: Callable[[], bool], *, timeout: float, what: str, every: float = 0.3
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str | Callable[[], str],
+    every: float = 0.3,
 ) -> None:
+    """`what` names what was awaited; a callable is asked only on a timeout, so it can say
+    what the state was then (a runner's output, a job's reason)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    described = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {described}")
 
 
 def restart_local_redis(broker_url: str) -> None:

@@ -1,6 +1,8 @@
-"""Fixtures of the real llama.cpp run: the Gemma 3 270M GGUF, its catalog rows and pinned CPUs.
+"""Fixtures of the real llama.cpp run: the Gemma 3 270M GGUF, its catalog rows, pinned CPUs and
+llama.cpp's own llama-server on PATH.
 
-The fleet fixtures (live server, enrolled runner processes) come from tests/fleet/conftest.py.
+The fleet fixtures (live server, enrolled runner processes) come from tests/fleet/conftest.py,
+the llama-server binary `make` builds from tests/runner/conftest.py.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from apps.catalog.models import Engine, EngineRelease
 from apps.selections.models import Candidate, Selection
 from tests.benchmarks.factories import SLO, catalog, stack
 from tests.fleet.conftest import fast_fleet, runners  # noqa: F401  (fixtures used here)
+from tests.runner.conftest import llama_server  # noqa: F401  (a fixture used here)
 
 # Tiny on purpose: a 270M model on two shared cores gives ~460 ms TTFT at 128 tokens in.
 WORKLOAD = {
@@ -46,6 +49,22 @@ def pinned_cpus(monkeypatch: pytest.MonkeyPatch):
         yield
     finally:
         os.sched_setaffinity(0, set(cpus))
+
+
+@pytest.fixture
+def llama_server_on_path(
+    llama_server: Path,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """Runners started next find the pinned llama-server by name, as an installed one: their
+    probe reports its build and the adapter launches it (`llama-server` is argv[0]). Only this
+    test's PATH has it; elsewhere tests/llamacpp runs llama-cpp-python."""
+    folder = tmp_path / "llama-server-bin"
+    folder.mkdir()
+    (folder / "llama-server").symlink_to(llama_server)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return llama_server
 
 
 @pytest.fixture
