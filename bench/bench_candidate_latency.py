@@ -19,6 +19,7 @@ with the most own time: what is left between the measured ratio and its goal.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -148,14 +149,26 @@ def evidence_and_decision(selection_id: int) -> int:
     return record.pk
 
 
-def timed_get(url: str, headers: dict[str, str]) -> float:
+def get(url: str, headers: dict[str, str]) -> bytes:
+    """The body of a GET that must answer 200."""
     request = urllib.request.Request(url, headers=headers)
-    start = perf_counter()
     with urllib.request.urlopen(request, timeout=60) as answer:
-        answer.read()
+        body = answer.read()
         if answer.status != 200:
             raise RuntimeError(f"GET {url} answered {answer.status}")
+    return body
+
+
+def timed_get(url: str, headers: dict[str, str]) -> float:
+    start = perf_counter()
+    get(url, headers)
     return perf_counter() - start
+
+
+def page_rows(body: bytes) -> tuple[int, int]:
+    """How many kept and dropped rows a candidate list response holds."""
+    page = json.loads(body)
+    return len(page["kept"]), len(page["dropped"])
 
 
 def latencies(url: str, headers: dict[str, str], clients: int, requests: int) -> np.ndarray:
@@ -223,8 +236,10 @@ def main() -> None:
             "decision page": (f"{stack.url}/decisions/{record_id}/", browser),
             "healthz": (f"{stack.url}/healthz", {}),
         }
-        for url, headers in pages.values():
-            timed_get(url, headers)  # warm the workers' caches once before measuring
+        # Warm the workers' caches once before measuring. Nothing changes while measuring, so
+        # the candidate list's first answer holds the rows of every measured one.
+        first = {name: get(url, headers) for name, (url, headers) in pages.items()}
+        kept_shown, dropped_shown = page_rows(first["candidates"])
         figures = {
             name: latencies(url, headers, args.clients, args.requests)
             for name, (url, headers) in pages.items()
@@ -233,7 +248,8 @@ def main() -> None:
             f"{args.clients} clients x {args.requests} requests, gunicorn {args.workers} worker(s)"
         )
         print(
-            f"selection: {kept} kept candidates of {MODEL} (first page of 100 kept + 100 dropped)"
+            f"selection: {kept} kept candidates of {MODEL} "
+            f"(first page of {kept_shown} kept + {dropped_shown} dropped)"
         )
         p99 = {}
         for name, seconds in figures.items():

@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "apps.core.middleware.ServiceErrorMiddleware",
+    "apps.core.middleware.UrlValueMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it turns a lockout into the lockout page
 ]
 

@@ -20,6 +20,7 @@ from django.core.validators import URLValidator
 from apps.catalog.choices import Maturity, Vendor
 from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 from apps.catalog.models import Capability, EngineRelease, Feature, KernelBackend
+from apps.core.parsers import NUL_REFUSED
 
 FILE_FORMATS = ("csv", "json")
 KEY_COLUMNS = ("engine", "version", "feature", "backend", "vendor", "family")
@@ -219,6 +220,7 @@ def _parse_row(row: dict[str, str], lookups: _Lookups) -> tuple[dict, dict, dict
             errors["as_of"] = f"{row['as_of']!r} is not an ISO date (YYYY-MM-DD)"
     if row["needs_review"].lower() not in _TRUE + _FALSE:
         errors["needs_review"] = f"{row['needs_review']!r} is not true or false"
+    errors |= {name: NUL_REFUSED for name, text in row.items() if "\x00" in text}
     return refs, values, errors
 
 

@@ -1,14 +1,16 @@
-"""Request id propagation, per-view request metrics, and service errors mapped for pages."""
+"""Request id propagation, per-view request metrics, service errors mapped for pages, and URL
+values no database column can hold refused before any view looks them up."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
 from apps.core import metrics
 from apps.core.errors import NotFoundError
+from apps.core.parsers import NUL_REFUSED
 from apps.core.request_context import (
     accept_or_create_request_id,
     reset_request_id,
@@ -66,3 +68,26 @@ class ServiceErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
         if isinstance(exception, NotFoundError):
             raise Http404(str(exception)) from exception
+
+
+class UrlValueMiddleware:
+    """A URL value (a slug, key or id captured by the route) holding a NUL character names no
+    row: PostgreSQL text cannot hold one, so looking it up fails in the database. The API
+    answers 400 naming the value, as it does for NUL in a body or query string; a page is not
+    found, as a route whose converter refuses the character already answers."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Callable, args: tuple, kwargs: dict
+    ) -> HttpResponse | None:
+        refused = [name for name, value in kwargs.items() if "\x00" in str(value)]
+        if not refused:
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({name: [NUL_REFUSED] for name in refused}, status=400)
+        raise Http404(NUL_REFUSED)

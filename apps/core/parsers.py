@@ -21,6 +21,7 @@ from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+NUL_REFUSED = "NUL characters are not accepted"
 # A JSON string, escapes included, found without decoding (UTF-8 never puts ASCII in a
 # multi-byte sequence, so scanning the bytes is exact).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -87,7 +88,7 @@ def _join(path: str, key: str | int) -> str:
 
 def _scalar_error(value: Any) -> str | None:
     if isinstance(value, str):
-        return "NUL characters are not accepted" if "\x00" in value else None
+        return NUL_REFUSED if "\x00" in value else None
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
@@ -108,7 +109,7 @@ def check_values(document: Any, *, skip: frozenset[str] = frozenset()) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
                 if "\x00" in key:
-                    raise JsonBodyError("NUL characters are not accepted", field=path or "body")
+                    raise JsonBodyError(NUL_REFUSED, field=path or "body")
                 if not (path == "" and key in skip):
                     stack.append((_join(path, key), item))
         elif isinstance(value, list):

@@ -3,7 +3,8 @@
 Views declare their successes (and any error with a body of its own); `ApiAutoSchema` adds
 the errors that come from the shared machinery, each where it really occurs:
 
-- 400: a body to parse, query parameters to check, or a write a service may refuse;
+- 400: a body to parse, query parameters or a path value to check (apps/core/middleware.py
+  refuses a NUL in any), or a write a service may refuse;
 - 401 and 403: any operation behind authentication (unknown credential; role or CSRF);
 - 404: a path naming an object, a list's page beyond the last, or a body naming objects
   (`names_objects` on the view);
@@ -51,7 +52,7 @@ FIELD_ERRORS = {
 
 
 DESCRIPTIONS = {
-    "400": "The body, a query parameter or the request in this state is refused.",
+    "400": "The body, a query parameter, a path value or the request in this state is refused.",
     "401": "No credential, or an unknown, rotated or revoked one.",
     "403": "The credential lacks the role this needs (or a session's CSRF token is missing).",
     "404": "No such object for this caller (another team's looks the same), or no such page.",
@@ -89,7 +90,7 @@ class ApiAutoSchema(AutoSchema):
         listed = self.method == "GET" and not in_path and self._is_list_view()
         write = self.method in WRITES
         codes = ["429", "503"]
-        if has_body or in_query or write:
+        if has_body or in_query or in_path or write:
             codes.append("400")
         if self._authenticated():
             codes += ["401", "403"]

@@ -22,6 +22,7 @@ from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
 from apps.catalog.models import ModelSpec
+from apps.core.parsers import check_values
 from apps.selections.candidates import Verdict, evaluate
 from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.candidates.ranking import Efficiencies
@@ -282,6 +283,8 @@ def trace_upload(
     try:
         rows = parse_trace(content, filename=name)
         summary = trace_summary(rows)
+        stored = [_stored_row(row) for row in rows]
+        check_values({"rows": stored})  # a prefix id holding NUL: no JSON column takes it
     except ValueError as error:
         field, _, message = str(error).partition(": ")
         raise ValidationError({"file": f"{field}: {message}" if message else field}) from error
@@ -292,7 +295,7 @@ def trace_upload(
         uploaded_by=actor_user,
         sha256=hashlib.sha256(content).hexdigest(),
         row_count=summary.requests,
-        rows=[_stored_row(row) for row in rows],
+        rows=stored,
         summary=summary_document(summary),
     )
     actor = Actor.for_user(actor_user)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -203,6 +205,16 @@ def _save_choice(request: HttpRequest, selection: Selection) -> HttpResponse:
     return redirect(request.get_full_path())
 
 
+def _accepted_filters(form: CandidateFilterForm) -> dict[str, Any]:
+    """The list filters the form accepted, as candidates_filtered takes them. A refused value
+    (a NUL, which no column can hold; a GPU count that is no whole number) shows its error on
+    the form and filters nothing."""
+    if not form.is_bound:
+        return {}
+    form.is_valid()
+    return {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
+
+
 def _query_without_pages(request: HttpRequest) -> str:
     query = request.GET.copy()
     query.pop("page", None)
@@ -218,7 +230,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     if request.method == "POST":
         return _save_choice(request, selection)
     filters = CandidateFilterForm(request.GET or None)
-    params = {key: value for key, value in request.GET.items() if value}
+    params = _accepted_filters(filters)
     kept = selectors.candidates_filtered(
         selection=selection, outcome=CandidateOutcome.KEPT, params=params
     )
@@ -273,7 +285,8 @@ def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
         return _save_choice(request, selection)
     values = selectors.kept_stack_values(selection=selection)
     filters = PlanFilterForm(request.GET or None, values=values)
-    params = {key: value for key, value in request.GET.items() if value}
+    # The plan form offers only the values its candidates have; a value none has lists none.
+    params = _accepted_filters(CandidateFilterForm(request.GET or None))
     kept = selectors.candidates_filtered(
         selection=selection, outcome=CandidateOutcome.KEPT, params=params
     )

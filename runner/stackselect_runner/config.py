@@ -129,20 +129,27 @@ class Credentials:
         return f"{prefix}_…" if prefix else "…"
 
 
-def save_credentials(credentials: Credentials, path: Path) -> None:
-    """Write atomically with mode 0600, so a crash never leaves a half file or a readable secret."""
+def write_json_atomically(path: Path, data: Any, *, prefix: str) -> None:
+    """Write `data` as JSON to `path` (its folder made with mode 0700) through a temporary file
+    of mode 0600 beside it, flushed to disk and renamed over `path`: a crash leaves the old
+    file or the new one, never half of one, and never a file others can read."""
     path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".credentials-")
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=prefix)
     try:
         os.fchmod(descriptor, FILE_MODE)
         with os.fdopen(descriptor, "w") as handle:
-            json.dump(credentials.as_dict(), handle, indent=1)
+            json.dump(data, handle, indent=1)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def save_credentials(credentials: Credentials, path: Path) -> None:
+    """Write atomically with mode 0600, so a crash never leaves a half file or a readable secret."""
+    write_json_atomically(path, credentials.as_dict(), prefix=".credentials-")
 
 
 def load_credentials(path: Path) -> Credentials:

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackselect_runner.config import (
-    DIR_MODE,
     MODELS_ENV,
     ConfigError,
     RunnerSettings,
     config_path,
+    write_json_atomically,
 )
 
 MODELS_FILE = "models.json"
@@ -100,15 +99,7 @@ class ModelStore:
         entries: dict[str, object] = dict(self.models)
         for key, (checkpoint, draft_for) in self.drafts.items():
             entries[key] = {"path": checkpoint, "draft_for": list(draft_for)}
-        self.path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".models-")
-        try:
-            with os.fdopen(descriptor, "w") as handle:
-                json.dump(dict(sorted(entries.items())), handle, indent=1)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_json_atomically(self.path, dict(sorted(entries.items())), prefix=".models-")
 
     def add(self, slug: str, checkpoint: str, draft_for: Sequence[str] = ()) -> str:
         """Map `slug` to an existing file or folder, as a model or, with `draft_for`, as the

@@ -102,6 +102,31 @@ def test_a_bad_csv_is_rejected_with_row_numbers_and_nothing_is_written(catalog, 
     assert AuditEvent.objects.count() == events_before
 
 
+@pytest.mark.parametrize("column", ["note", "verified_by", "engine", "feature"])
+def test_a_nul_in_an_imported_cell_is_a_row_error_naming_its_column_and_nothing_is_written(
+    catalog, curator, column
+):
+    frame = _frame()
+    frame.loc[3, column] += "\x00"
+    upload = io.BytesIO(frame.to_csv(index=False).encode())
+    upload.name = "matrix.csv"
+    cells_before = list(Capability.objects.order_by("pk").values())
+    events_before = AuditEvent.objects.count()
+
+    response = logged_in(curator).post(
+        reverse("catalog-matrix-import"), {"file": upload, "file_format": "csv", "apply": "true"}
+    )
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["applied"] is False
+    errors = {(e["row"], e["field"]): e["message"] for e in body["errors"]}
+    assert errors[(4, column)] == "NUL characters are not accepted"
+    assert {row for row, _ in errors} == {4}
+    assert list(Capability.objects.order_by("pk").values()) == cells_before
+    assert AuditEvent.objects.count() == events_before
+
+
 def test_an_import_refuses_a_maturity_change_without_new_evidence(catalog, curator):
     frame = _frame()
     row = _row_of(frame, "vllm", "openai_api")

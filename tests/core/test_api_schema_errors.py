@@ -97,3 +97,14 @@ def test_a_refused_import_form_matches_the_documented_400_beside_the_rows_with_e
     assert response.status_code == 400
     assert set(response.json()) == {"file", "file_format"}
     jsonschema.validate(response.json(), _documented_400("/api/v1/catalog/matrix/import/", "post"))
+
+
+def test_a_path_value_holding_nul_matches_the_documented_400_of_every_path_operation(alice):
+    for (path, method), operation in OPERATIONS.items():
+        if "{" in path:
+            assert "400" in operation["responses"], (method, path)
+
+    response = logged_in(alice).get("/api/v1/catalog/engines/vllm%00/")
+
+    assert response.status_code == 400
+    jsonschema.validate(response.json(), _documented_400("/api/v1/catalog/engines/{slug}/", "get"))

@@ -119,6 +119,26 @@ def test_the_plan_step_marks_the_chosen_candidates(
     assert list(selection.candidates.filter(chosen=True)) == [leader]
 
 
+@pytest.mark.parametrize("step", ["candidates", "plan"])
+@pytest.mark.parametrize("query", ["engine=vllm%00", "accelerator=%00h100-sxm", "q=%00"])
+def test_a_list_filter_holding_nul_shows_its_error_and_filters_nothing(
+    catalog, alice, acme, alice_client, goal_payload, step, query
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    url = f"/selections/{selection.pk}/{step}/"
+
+    response = alice_client.get(f"{url}?{query}")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert '<span class="errors small">' in page
+    unfiltered = alice_client.get(url).content.decode()
+    assert re.findall(r'data-rank="(\d+)"', page) == re.findall(r'data-rank="(\d+)"', unfiltered)
+    assert re.findall(r'data-rank="(\d+)"', page)
+
+
 def test_charlie_gets_404_on_every_page_of_alices_selection(
     catalog, alice, acme, charlie_client, goal_payload
 ):

@@ -82,6 +82,44 @@ def test_a_trace_row_with_a_length_out_of_range_is_rejected_with_its_row_number(
     assert not WorkloadTrace.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("bad.csv", "timestamp,input_tokens,output_tokens,prefix_id\n0,10,5,sys\n1,11,5,s\x00\n"),
+        (
+            "bad.jsonl",
+            '{"timestamp": 0, "input_tokens": 10, "output_tokens": 5}\n'
+            '{"timestamp": 1, "input_tokens": 11, "output_tokens": 5, "prefix_id": "s\\u0000"}\n',
+        ),
+    ],
+)
+def test_a_trace_prefix_id_holding_nul_is_a_400_naming_its_row_and_nothing_is_stored(
+    catalog, alice, acme, alice_client, goal_payload, name, content
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+
+    response = _upload(alice_client, selection, name, content)
+
+    assert response.status_code == 400
+    assert response.json() == {"file": ["rows[1].prefix_id: NUL characters are not accepted"]}
+    assert not WorkloadTrace.objects.exists()
+
+
+def test_the_trace_upload_page_says_a_prefix_id_holding_nul_is_refused(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    content = b"timestamp,input_tokens,output_tokens,prefix_id\n0,1,1,a\n1,1,1,\x00\n"
+    upload = SimpleUploadedFile("bad.csv", content)
+
+    url = f"/selections/{selection.pk}/traces/"
+    response = alice_client.post(url, {"file": upload}, follow=True)
+
+    assert response.status_code == 200
+    assert "NUL characters are not accepted" in response.content.decode()
+    assert not WorkloadTrace.objects.exists()
+
+
 def test_charlie_cannot_upload_a_trace_to_alices_selection(
     catalog, alice, acme, charlie_client, goal_payload
 ):
