@@ -23,6 +23,19 @@ PLACE_FLAGS = frozenset({"--port", "--host", "--hostname", "--pid-file", "--pidf
 # Paths made for one attempt (its work directory, a temporary file) differ on every run.
 TEMPORARY_PATH = re.compile(r"^(/tmp/|/var/tmp/|/dev/shm/)|/attempt-\d+(/|$)")
 TEMPORARY = "<temporary path>"
+# Where an engine's configuration names the speculative draft model's checkpoint: the value of
+# these flags (llama-server's, SGLang's, LMDeploy's, vLLM's JSON --speculative-config) and of
+# these keys (the runner's options and settings; TensorRT-LLM's speculative_config). A model
+# may be its own draft, so only where a path is used says whose store key names it.
+DRAFT_FLAGS = frozenset(
+    {
+        "--model-draft",
+        "--speculative-draft-model-path",
+        "--speculative-draft-model",
+        "--speculative-config",
+    }
+)
+DRAFT_KEYS = frozenset({"draft_model_path", "speculative_model"})
 
 
 def _stable_argument(argument: str) -> str:
@@ -64,24 +77,56 @@ def _json_document(value: str) -> dict | list | None:
     return document if isinstance(document, dict | list) else None
 
 
-def _without_path(value: Any, path: str, name: str) -> Any:
-    """`value` with every string equal to `path` (or a flag's `=path`, or a string of a JSON
-    document holding it) replaced by `name`."""
+def _checkpoint_names(store: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """For each role a checkpoint plays in an engine's configuration ("model", "draft"), the
+    name each of the store's paths gets there: its store key, the role's own key winning when
+    the model is its own draft (one path for both)."""
+    stored = {
+        role: (str(store.get(path_key) or ""), f"<model store: {store.get(name_key)}>")
+        for role, path_key, name_key in (
+            ("model", "path", "model_key"),
+            ("draft", "draft_path", "draft_model_key"),
+        )
+    }
+    return {
+        role: {path: name for path, name in (stored[other], stored[role]) if path}
+        for role, other in (("model", "draft"), ("draft", "model"))
+    }
+
+
+def _role(key: Any, role: str) -> str:
+    """The role of what a flag or key names: the draft's for a draft one, else the enclosing
+    one."""
+    return "draft" if isinstance(key, str) and (key in DRAFT_FLAGS or key in DRAFT_KEYS) else role
+
+
+def _named_checkpoints(value: Any, names: Mapping[str, Mapping[str, str]], role: str) -> Any:
+    """`value` with every string equal to a stored checkpoint path (or a flag's `=path`, or a
+    string of a JSON document holding one) replaced by its name in the role it is used in
+    (see _checkpoint_names): the draft's after a draft flag or under a draft key, else
+    `role`'s."""
     if isinstance(value, str):
         flag, equals, rest = value.partition("=")
-        if value == path:
-            return name
-        if equals and rest == path:
-            return f"{flag}={name}"
+        if value in names[role]:
+            return names[role][value]
+        if equals and rest in names[_role(flag, role)]:
+            return f"{flag}={names[_role(flag, role)][rest]}"
         document = _json_document(value)
         if document is None:
             return value
-        replaced = _without_path(document, path, name)
+        replaced = _named_checkpoints(document, names, role)
         return value if replaced == document else json.dumps(replaced, sort_keys=True)
     if isinstance(value, Mapping):
-        return {key: _without_path(item, path, name) for key, item in value.items()}
+        return {
+            key: _named_checkpoints(item, names, _role(key, role)) for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_without_path(item, path, name) for item in value]
+        # A command's value takes the role of the flag before it.
+        previous = [None, *value][:-1]
+        return [
+            _named_checkpoints(item, names, _role(flag, role))
+            for flag, item in zip(previous, value, strict=True)
+        ]
     return value
 
 
@@ -91,15 +136,11 @@ def stable_engine_config(
     """The engine's reported configuration with its command made stable (see stable_command),
     and the checkpoint paths a runner's model store gave (the model's, the draft model's) named
     by their store keys instead: where a machine keeps the weights does not change what they
-    measure."""
+    measure. A path is named by the key of what it is used as, so a model drafting for itself
+    has the identity of one whose draft is a copy kept elsewhere."""
     if not config:
         return None
-    stable = dict(config)
-    store = model_store or {}
-    for path_key, name_key in (("path", "model_key"), ("draft_path", "draft_model_key")):
-        path = str(store.get(path_key) or "")
-        if path:
-            stable = _without_path(stable, path, f"<model store: {store.get(name_key)}>")
+    stable = _named_checkpoints(dict(config), _checkpoint_names(model_store or {}), "model")
     if isinstance(stable.get("command"), list | tuple):
         stable["command"] = stable_command(stable["command"])
     return stable

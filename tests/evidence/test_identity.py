@@ -1,4 +1,5 @@
-"""Identity fingerprints and when two results may be compared."""
+"""Identity fingerprints, when two results may be compared, and what a run's identity keeps of
+the engine configuration a runner reports."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from stackselect_domain.identity import (
     comparability,
     fingerprint,
 )
+from stackselect_domain.speculative import DRAFT_MODEL_METHODS, ENGINE_METHODS
+from stackselect_runner.engines import LaunchSpec, get_engine_adapter
+
+from apps.evidence.run_identity import stable_engine_config
 
 
 def identity(**fields):
@@ -124,3 +129,51 @@ def test_a_simulated_result_never_compares_with_real_hardware():
 def test_an_unknown_stack_field_is_refused():
     with pytest.raises(ValueError, match="stack_fields: unknown fields engin"):
         comparability(identity(), identity(), stack_fields={"engin"})
+
+
+def _draft_engines() -> list[tuple[str, str]]:
+    """Each engine that speculates with a draft model, with one such method."""
+    return sorted(
+        (engine, min(methods & DRAFT_MODEL_METHODS))
+        for engine, methods in ENGINE_METHODS.items()
+        if methods & DRAFT_MODEL_METHODS
+    )
+
+
+def _stable_reported_config(engine: str, method: str, model: str, draft: str, tmp_path):
+    """What a runner reports launching `engine` on checkpoint `model` speculating with the
+    checkpoint `draft`, as its run identity keeps it."""
+    speculative = {"method": method, "draft_model": "org/draft", "num_tokens": 3}
+    options = {
+        "precision": "bf16",
+        "speculative": speculative,
+        "model_path": model,
+        "draft_model_path": draft,
+        **({"frontend": "llama-server"} if engine == "llama-cpp" else {}),
+    }
+    launch = LaunchSpec(
+        model="meta-llama/Llama-3.1-8B-Instruct",
+        served_model_name="llama",
+        port=8100,
+        log_path=tmp_path / "attempt-1" / "engine.log",
+        options=options,
+    )
+    store = {
+        "model_key": "llama-3.1-8b",
+        "path": model,
+        "draft_model_key": "org/draft",
+        "draft_path": draft,
+    }
+    reported = {"options": options, **get_engine_adapter(engine).effective_config(launch)}
+    return stable_engine_config(reported, store)
+
+
+@pytest.mark.parametrize(("engine", "method"), _draft_engines())
+def test_a_model_used_as_its_own_draft_has_the_identity_of_one_whose_draft_is_kept_elsewhere(
+    engine, method, tmp_path
+):
+    own = _stable_reported_config(engine, method, "/models/m.gguf", "/models/m.gguf", tmp_path)
+    apart = _stable_reported_config(engine, method, "/models/m.gguf", "/drafts/d.gguf", tmp_path)
+    assert own == apart
+    assert "<model store: org/draft>" in json.dumps(own)
+    assert "/models/" not in json.dumps(own)
