@@ -15,6 +15,7 @@ from apps.accounts.choices import Role
 from apps.accounts.scoping import get_scoped_or_404
 from apps.accounts.services import require_role
 from apps.audit.services import Actor, audit_record
+from apps.core.parsers import JsonBodyError, check_values
 from apps.evidence.choices import RunSource
 from apps.evidence.importers import ImportedRun
 from apps.evidence.models import EvidenceRun, LoadPointResult
@@ -49,6 +50,15 @@ def _read(tool: str, files: Mapping[str, RawFile], options: ImportOptions) -> Im
         raise ValidationError({field: str(error)}) from error
 
 
+def _storable(identity: Mapping[str, Any], *, field: str, source: str = "") -> None:
+    """Refuse an identity value no JSON column holds (a NUL in a model name or a version,
+    an infinite number), naming where it is and, for `field` "files", which files gave it."""
+    try:
+        check_values({"identity": dict(identity)})
+    except JsonBodyError as error:
+        raise ValidationError({field: f"{source}{error}"}) from error
+
+
 def _candidate(selection: Selection, candidate_id: int | None) -> Candidate | None:
     if candidate_id is None:
         return None
@@ -79,6 +89,8 @@ def import_tool_results(
     selection = get_scoped_or_404(Selection.objects.all(), team, pk=selection_id)
     candidate = _candidate(selection, candidate_id)
     imported = _read(tool, files, options or ImportOptions())
+    _storable(identity or {}, field="identity")
+    _storable(imported.identity, field="files", source=f"the {TOOLS[tool].label} files give ")
     try:
         full_identity = merged_identity(
             stated=identity or {},

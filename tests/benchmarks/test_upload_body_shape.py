@@ -1,6 +1,7 @@
 """A results body is decoded without the exact bracket scan over its records (issue 17: it was
 an eighth of a large upload), yet nesting and container bombs are still refused with a 400
-naming the fault, and nothing of them is stored; one upload's queries stay few."""
+naming the fault, and nothing of them is stored; so is a NUL, which the records' typed decoder
+lets through to the schema's own check; one upload's queries stay few."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.benchmarks.models import ResultUpload
-from apps.core.parsers import JsonBodyError, loads_items_raw
-from apps.evidence.models import Sample
+from apps.core.parsers import NUL_REFUSED, JsonBodyError, loads_items_raw
+from apps.evidence.models import EvidenceRun, Sample
 from apps.evidence.schema import UploadError, parse_upload
 from tests.benchmarks.factories import result_document
 
@@ -99,6 +100,37 @@ def test_brackets_inside_strings_do_not_count_as_containers(claimed):
     response = post_raw(claimed, body(failed))
     assert response.status_code == 201, response.content
     assert Sample.objects.get().error.startswith("HTTP 500: [{[{")
+
+
+FAILED = (
+    b'{"index": 1, "send_s": 0.5, "ttft_s": null, "itl_s": [], "e2e_s": null, '
+    b'"input_tokens": 512, "output_tokens": 0, "status": 500, "error": '
+)
+NUL_CASES = {
+    "a request's error": (
+        body(RECORD + b"null}, " + FAILED + b'"HTTP 500\\u0000"}'),
+        "invalid upload: records[1].error: must not contain NUL characters",
+    ),
+    "a finish reason": (
+        body(RECORD + b'null, "finish_reason": "stop\\u0000"}'),
+        "invalid upload: records[0].finish_reason: must not contain NUL characters",
+    ),
+    "the engine's command": (
+        body(RECORD + b"null}", engine={"effective_config": {"command": ["vllm", "a\x00"]}}),
+        f"engine.effective_config.command[1]: {NUL_REFUSED}",
+    ),
+    "the harness version": (
+        body(RECORD + b"null}", harness={"name": "h", "version": "0.1\x00"}),
+        f"harness.version: {NUL_REFUSED}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NUL_CASES)
+def test_a_nul_in_a_record_or_the_stack_it_reports_is_refused_naming_where(claimed, case):
+    raw, message = NUL_CASES[case]
+    refused(post_raw(claimed, raw), message)
+    assert not EvidenceRun.objects.exists()
 
 
 def test_one_upload_of_a_new_load_point_costs_at_most_sixteen_queries(claimed):

@@ -4,11 +4,14 @@ files refused with nothing stored."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.audit.models import AuditEvent
+from apps.core.parsers import NUL_REFUSED
 from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
 
 DATA = Path(__file__).parent / "data"
@@ -139,3 +142,63 @@ def test_the_import_page_stores_a_run_and_returns_to_the_evidence(alice_client, 
     assert response.status_code == 302
     assert response["Location"] == f"/evidence/selections/{selection.pk}/"
     assert EvidenceRun.objects.get().results.count() >= 1
+
+
+def changed(path: str, **changes: str) -> SimpleUploadedFile:
+    document = {**json.loads((DATA / path).read_text()), **changes}
+    return SimpleUploadedFile(Path(path).name, json.dumps(document).encode())
+
+
+VLLM = "vllm/vllm-bench-serve-format.json"
+NUL_CASES = {
+    "a request's error message": (
+        lambda: {
+            "tool": "vllm",
+            "result": changed(VLLM, errors=["", "a\x00b"] + [""] * 3),
+        },
+        "files",
+        "records[1].error: must not contain NUL characters",
+    ),
+    "the model name in the files": (
+        lambda: {"tool": "vllm", "result": changed(VLLM, model_id="sim\x00")},
+        "files",
+        f"the vllm bench serve files give identity.model: {NUL_REFUSED}",
+    ),
+    "the tool version in the files": (
+        lambda: {
+            "tool": "aiperf",
+            "summary": changed("aiperf/profile_export_aiperf.json", aiperf_version="0.13\x00"),
+            "records": upload("records", "aiperf/profile_export.jsonl"),
+        },
+        "files",
+        f"the NVIDIA AIPerf files give identity.harness_version: {NUL_REFUSED}",
+    ),
+    "a stated identity value": (
+        lambda: {
+            "tool": "vllm",
+            "result": upload("result", VLLM),
+            "identity": '{"precision": {"weights": "bf16\\u0000"}}',
+        },
+        "identity",
+        f"identity.precision.weights: {NUL_REFUSED}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NUL_CASES)
+def test_a_nul_in_imported_evidence_is_refused_naming_where_by_the_api_and_the_page(
+    bob_client, alice_client, selection, case
+):
+    # PostgreSQL stores no NUL in text nor "\u0000" in jsonb: the page had answered 500, the
+    # API a 400 that named no field.
+    form, field, message = NUL_CASES[case]
+    response = bob_client.post(URL, {"selection": selection.pk, **form()})
+    assert response.status_code == 400
+    assert message in response.json()[field][0]
+
+    page = alice_client.post(f"/evidence/selections/{selection.pk}/import/", form())
+    assert page.status_code == 200
+    errors = page.context["form"].errors
+    assert message in errors["__all__" if field == "files" else field][0]
+    assert counts() == (0, 0, 0)
+    assert not AuditEvent.objects.filter(action="evidence.import").exists()
