@@ -70,6 +70,11 @@ def _canonical_value(field: str, value: Any) -> Any:
     raise ValueError(f"{field}: {type(value).__name__} is not an identity value")
 
 
+# The most GPUs one identity can name: what the web app's GPU-count columns hold (a small
+# integer), far above any one deployment, so a typo is refused by name rather than by the database.
+MAX_GPU_COUNT = 32_767
+
+
 def canonical_identity(raw: Mapping[str, Any]) -> dict[str, Any]:
     """Every identity field (None when not given); unknown fields are refused by name."""
     unknown = sorted(set(raw) - set(IDENTITY_FIELDS))
@@ -79,8 +84,8 @@ def canonical_identity(raw: Mapping[str, Any]) -> dict[str, Any]:
     if simulated is not None and not isinstance(simulated, bool):
         raise ValueError("simulated: must be true or false")
     gpu_count = raw.get("gpu_count")
-    if gpu_count is not None and not (type(gpu_count) is int and gpu_count >= 1):
-        raise ValueError("gpu_count: must be an integer >= 1")
+    if gpu_count is not None and not (type(gpu_count) is int and 1 <= gpu_count <= MAX_GPU_COUNT):
+        raise ValueError(f"gpu_count: must be an integer from 1 to {MAX_GPU_COUNT}")
     return {field: _canonical_value(field, raw.get(field)) for field in IDENTITY_FIELDS}
 
 

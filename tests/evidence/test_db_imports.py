@@ -150,7 +150,7 @@ def changed(path: str, **changes: str) -> SimpleUploadedFile:
 
 
 VLLM = "vllm/vllm-bench-serve-format.json"
-NUL_CASES = {
+REFUSED_CASES = {
     "a request's error message": (
         lambda: {
             "tool": "vllm",
@@ -182,16 +182,25 @@ NUL_CASES = {
         "identity",
         f"identity.precision.weights: {NUL_REFUSED}",
     ),
+    "a stated GPU count no column holds": (
+        lambda: {
+            "tool": "vllm",
+            "result": upload("result", VLLM),
+            "identity": '{"gpu_count": 99999999999}',
+        },
+        "identity",
+        "gpu_count: must be an integer from 1 to 32767",
+    ),
 }
 
 
-@pytest.mark.parametrize("case", NUL_CASES)
-def test_a_nul_in_imported_evidence_is_refused_naming_where_by_the_api_and_the_page(
+@pytest.mark.parametrize("case", REFUSED_CASES)
+def test_a_value_the_database_cannot_hold_is_refused_naming_where_by_the_api_and_the_page(
     bob_client, alice_client, selection, case
 ):
-    # PostgreSQL stores no NUL in text nor "\u0000" in jsonb: the page had answered 500, the
-    # API a 400 that named no field.
-    form, field, message = NUL_CASES[case]
+    # PostgreSQL stores no NUL in text nor "\u0000" in jsonb, and a GPU count in a small
+    # integer: the page had answered 500, the API a 400 that named no field.
+    form, field, message = REFUSED_CASES[case]
     response = bob_client.post(URL, {"selection": selection.pk, **form()})
     assert response.status_code == 400
     assert message in response.json()[field][0]

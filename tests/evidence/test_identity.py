@@ -75,7 +75,8 @@ def test_the_canonical_identity_lists_every_field_with_missing_ones_as_none():
     [
         ({"modle": "m"}, "identity: unknown fields modle"),
         ({"simulated": "yes"}, "simulated: must be true or false"),
-        ({"gpu_count": 0}, "gpu_count: must be an integer >= 1"),
+        ({"gpu_count": 0}, "gpu_count: must be an integer from 1 to 32767"),
+        ({"gpu_count": 32_768}, "gpu_count: must be an integer from 1 to 32767"),
         ({"prefix_share": float("nan")}, "prefix_share: must be a finite number"),
         ({"engine_config": {"ratio": float("inf")}}, "engine_config.ratio: must be a finite"),
         ({"engine_config": {1, 2}}, "engine_config: set is not an identity value"),
