@@ -13,6 +13,7 @@ from apps.core.errors import NotFoundError
 from apps.core.parsers import NUL_REFUSED
 from apps.core.request_context import (
     accept_or_create_request_id,
+    is_api_request,
     reset_request_id,
     set_request_id,
 )
@@ -88,6 +89,6 @@ class UrlValueMiddleware:
         refused = [name for name, value in kwargs.items() if "\x00" in str(value)]
         if not refused:
             return None
-        if request.path.startswith("/api/"):
+        if is_api_request(request):
             return JsonResponse({name: [NUL_REFUSED] for name in refused}, status=400)
         raise Http404(NUL_REFUSED)

@@ -38,3 +38,8 @@ def request_team(request: Any) -> Any:
     if not request.user.is_authenticated:
         return None
     return getattr(request, "team", None)
+
+
+def is_api_request(request: Any) -> bool:
+    """Whether the caller is an API client (answered in JSON) rather than a person (a page)."""
+    return request.path.startswith("/api/")

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found
 
 from apps.core import metrics
+from apps.core.request_context import is_api_request
 from apps.core.selectors import readiness
 
 
@@ -40,6 +41,6 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """API clients get a JSON 404 like every other API error; people get the page."""
-    if request.path.startswith("/api/"):
+    if is_api_request(request):
         return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
     return page_not_found(request, exception)

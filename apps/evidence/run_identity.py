@@ -109,8 +109,9 @@ def _named_checkpoints(value: Any, names: Mapping[str, Mapping[str, str]], role:
         flag, equals, rest = value.partition("=")
         if value in names[role]:
             return names[role][value]
-        if equals and rest in names[_role(flag, role)]:
-            return f"{flag}={names[_role(flag, role)][rest]}"
+        named = names[_role(flag, role)] if equals else {}
+        if rest in named:
+            return f"{flag}={named[rest]}"
         document = _json_document(value)
         if document is None:
             return value

@@ -119,9 +119,14 @@ def optional_items(value: Any, where: str) -> list[Any]:
     return items(value, where) if value else []
 
 
+def _finite_json_number(value: Any) -> bool:
+    """Text, true/false and infinities are not how the tools write a number."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def number(value: Any, where: str) -> float:
-    """A finite JSON number; text, true/false and infinities are not how the tools write one."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """A finite JSON number."""
+    if not _finite_json_number(value):
         raise ShapeError(f"{where}: must be a finite number, got {value!r}")
     return float(value)
 
@@ -132,7 +137,7 @@ def optional_number(value: Any, where: str) -> float | None:
 
 def count(value: Any, where: str) -> int:
     """A token count or concurrency: a JSON number, a fractional one truncated as int() does."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not _finite_json_number(value):
         raise ShapeError(f"{where}: must be a whole number, got {value!r}")
     return int(value)
 
