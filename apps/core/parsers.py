@@ -19,9 +19,9 @@ from django.conf import settings
 from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
+from stackselect_domain.checks import NUL_REFUSED
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-NUL_REFUSED = "NUL characters are not accepted"
 # A JSON string, escapes included, found without decoding (UTF-8 never puts ASCII in a
 # multi-byte sequence, so scanning the bytes is exact).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')

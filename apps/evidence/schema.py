@@ -26,6 +26,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
+from stackselect_domain.checks import NUL_REFUSED
 
 RECORD_FIELDS: tuple[str, ...] = (
     "index",
@@ -269,7 +270,7 @@ def _strings(values: np.ndarray, field: str, errors: _Collector) -> pd.Series:
         errors.where(field, "must be a string or null", wrong)
     strings = pd.Series(np.where(wrong, None, values), dtype=object).astype("string")
     nul = strings.str.contains("\x00", regex=False).fillna(False).to_numpy(bool)
-    errors.where(field, "must not contain NUL characters", nul)
+    errors.where(field, NUL_REFUSED, nul)
     longest = MAX_STRING_CHARS[field]
     too_long = (strings.str.len() > longest).fillna(False).to_numpy(bool)
     errors.where(field, f"must be at most {longest} characters", too_long)

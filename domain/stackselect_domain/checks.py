@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# One wording wherever a NUL character is refused (PostgreSQL text cannot hold one): the API's
+# body and URL checks, the catalog import and the evidence schema.
+NUL_REFUSED = "NUL characters are not accepted"
+
 
 def require_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):

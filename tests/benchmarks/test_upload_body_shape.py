@@ -109,11 +109,11 @@ FAILED = (
 NUL_CASES = {
     "a request's error": (
         body(RECORD + b"null}, " + FAILED + b'"HTTP 500\\u0000"}'),
-        "invalid upload: records[1].error: must not contain NUL characters",
+        f"invalid upload: records[1].error: {NUL_REFUSED}",
     ),
     "a finish reason": (
         body(RECORD + b'null, "finish_reason": "stop\\u0000"}'),
-        "invalid upload: records[0].finish_reason: must not contain NUL characters",
+        f"invalid upload: records[0].finish_reason: {NUL_REFUSED}",
     ),
     "the engine's command": (
         body(RECORD + b"null}", engine={"effective_config": {"command": ["vllm", "a\x00"]}}),
