@@ -19,8 +19,10 @@ from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.plan_identity import (
     DEFAULT_MAX_PROBES,
     EVALUATION_NAME,
+    GREEDY,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,
+    MAX_TEMPERATURE,
     PlanOptions,
 )
 
@@ -63,6 +65,16 @@ class PlanForm(forms.Form):
     request_timeout_s = forms.FloatField(min_value=1, initial=120)
     endpoint = forms.ChoiceField(
         choices=(("completions", "Completions"), ("chat", "Chat completions"))
+    )
+    temperature = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=MAX_TEMPERATURE,
+        initial=GREEDY,
+        label="Sampling temperature",
+        help_text="Every request asks for it; 0 is greedy decoding, what vLLM's benchmark client "
+        "sends. Speculative acceptance depends on it. Empty: send none, so each engine samples "
+        "at its own default.",
     )
     tuning_sweep = forms.BooleanField(
         required=False,
@@ -199,6 +211,7 @@ class PlanForm(forms.Form):
             max_attempts=data["max_attempts"],
             request_timeout_s=data["request_timeout_s"],
             endpoint=data["endpoint"],
+            temperature=data.get("temperature"),
             max_probes=data["max_probes"] or DEFAULT_MAX_PROBES,
             tuning_sweep=data["tuning_sweep"],
             tuning_values=self.tuning_values() or None,

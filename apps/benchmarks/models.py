@@ -50,6 +50,11 @@ class BenchmarkPlan(models.Model):
     def simulated(self) -> bool:
         return self.run_mode == RunMode.SIMULATED
 
+    @property
+    def temperature(self) -> float | None:
+        """What every request asks the engine to sample with; None: each engine's default."""
+        return self.identity["harness"].get("temperature")
+
 
 class BenchmarkJob(models.Model):
     """One chosen candidate of a plan, run on one launched engine."""

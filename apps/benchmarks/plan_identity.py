@@ -35,6 +35,11 @@ DEFAULT_LADDER = (0.5, 1.0, 2.0)
 # A max-rate search stops once its bracket is this close (stackselect_domain/ratesearch.py).
 SEARCH_TOLERANCE = 0.05
 DEFAULT_MAX_PROBES = 8
+# Greedy decoding, what vLLM's benchmark client sends unless told otherwise: the same request
+# set then gives the same outputs, and a speculative plan's acceptance does not hang on an
+# engine's default sampling. OpenAI-compatible servers take temperatures from 0 to 2.
+GREEDY = 0.0
+MAX_TEMPERATURE = 2.0
 # The name of an evaluation command registered on a runner (the form and the API check it too).
 EVALUATION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
 
@@ -67,6 +72,9 @@ class PlanOptions:
     max_attempts: int = 3
     request_timeout_s: float = 120.0
     endpoint: str = "completions"
+    # What every request asks the engine to sample with. None: send nothing, so each engine
+    # samples at its own default (plans made before the option existed); see GREEDY.
+    temperature: float | None = GREEDY
     max_probes: int = DEFAULT_MAX_PROBES
     # Tuning: a sweep per candidate over `tuning_values` (plus the documented settings).
     tuning_sweep: bool = False
@@ -95,6 +103,12 @@ class PlanOptions:
             raise _refuse("request_timeout_s", "must be positive")
         if self.endpoint not in ("completions", "chat"):
             raise _refuse("endpoint", "must be completions or chat")
+        if self.temperature is not None and not (
+            isinstance(self.temperature, int | float)
+            and not isinstance(self.temperature, bool)
+            and 0 <= self.temperature <= MAX_TEMPERATURE
+        ):
+            raise _refuse("temperature", f"must be a number from 0 to {MAX_TEMPERATURE}")
         if self.tuning_values:
             try:
                 values = check_sweep_values(self.tuning_values)
@@ -262,6 +276,7 @@ def build_identity(
             "ignore_eos": True,
             "warmup_requests": options.warmup_requests,
             "timeout_s": options.request_timeout_s,
+            **({} if options.temperature is None else {"temperature": options.temperature}),
         },
         "measurement_window_s": options.measurement_window_s,
         "failure_policy": {

@@ -89,6 +89,13 @@ def plan_progress(plan: BenchmarkPlan) -> dict[str, Any]:
     }
 
 
+def _sampling(harness: dict[str, Any]) -> dict[str, Any]:
+    """The plan's temperature as request fields; a plan made before it had one sends none."""
+    if "temperature" not in harness:
+        return {}
+    return {"extra_body": {"temperature": harness["temperature"]}}
+
+
 def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
     """The job spec of docs/runner-protocol.md, built from the plan and the job."""
     job, plan = attempt.job, attempt.job.plan
@@ -111,6 +118,7 @@ def attempt_spec(attempt: JobAttempt) -> dict[str, Any]:
             "warmup_requests": harness["warmup_requests"],
             "shared_prefix_tokens": int(workload.get("prefix_tokens") or 0),
             "prompt_seed": workload["seed"],
+            **_sampling(harness),
         },
         "requests": plan.requests,
         "load_points": plan.load_points,

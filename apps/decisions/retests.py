@@ -211,6 +211,7 @@ def _plan_options(record: DecisionRecord) -> PlanOptions:
         max_attempts=policy.get("max_attempts", plan.max_attempts),
         request_timeout_s=harness.get("timeout_s", 120.0),
         endpoint=harness.get("endpoint", "completions"),
+        temperature=harness.get("temperature"),
         speculative=_speculative(identity.get("speculative")),
     )
 

@@ -190,6 +190,8 @@ def runner_identity(
             "seed": workload.get("seed"),
             "request_count": workload.get("request_count"),
             "endpoint": settings.get("endpoint"),
+            # Absent for plans made before they chose it: their fingerprints stay as they were.
+            **({"temperature": settings["temperature"]} if "temperature" in settings else {}),
         },
         "prefix_share": prefix or None,
         "engine_config": stable_engine_config(

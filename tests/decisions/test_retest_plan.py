@@ -85,3 +85,22 @@ def test_a_retest_of_a_speculative_plan_speculates_the_same_way(record, rows, ac
 
     assert plan.identity["speculative"] == ngram
     assert {job.engine["options"]["speculative"]["method"] for job in plan.jobs.all()} == {"ngram"}
+
+
+@pytest.mark.parametrize("temperature", [0.7, None])
+def test_a_retest_samples_as_the_records_plan_did(record, rows, acme, alice, temperature):
+    """A plan made before plans chose a temperature sent none; its retest sends none either."""
+    original = BenchmarkPlan.objects.get(pk=record.evidence[0]["plan_id"])
+    harness = dict(original.identity["harness"])
+    harness.pop("temperature")
+    if temperature is not None:
+        harness["temperature"] = temperature
+    original.identity = {**original.identity, "harness": harness}
+    original.save(update_fields=["identity"])
+    entry_update(actor=CURATOR, instance=rows["model"], changes={"checkpoint": NEW_CHECKPOINT})
+    sweep()
+
+    plan = retest_plan_create(actor_user=alice, team=acme, trigger_id=record.triggers.get().pk).plan
+
+    assert plan.temperature == temperature
+    assert ("temperature" in plan.identity["harness"]) is (temperature is not None)

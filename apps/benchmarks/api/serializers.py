@@ -11,8 +11,10 @@ from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 from apps.benchmarks.plan_identity import (
     DEFAULT_MAX_PROBES,
     EVALUATION_NAME,
+    GREEDY,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,
+    MAX_TEMPERATURE,
 )
 
 
@@ -76,6 +78,10 @@ class PlanSerializer(serializers.ModelSerializer):
     speculative = serializers.SerializerMethodField(
         help_text="{method, draft_model, num_tokens} every candidate speculates with; null: off."
     )
+    temperature = serializers.SerializerMethodField(
+        help_text="The sampling temperature every request asks for; null: none is sent, each "
+        "engine samples at its own default (so do plans made before plans chose one)."
+    )
 
     class Meta:
         model = BenchmarkPlan
@@ -86,6 +92,7 @@ class PlanSerializer(serializers.ModelSerializer):
             "mode",
             "load_mode",
             "speculative",
+            "temperature",
             "state",
             "identity",
             "identity_fingerprint",
@@ -99,6 +106,9 @@ class PlanSerializer(serializers.ModelSerializer):
 
     def get_speculative(self, plan: BenchmarkPlan) -> dict | None:
         return plan.identity.get("speculative")
+
+    def get_temperature(self, plan: BenchmarkPlan) -> float | None:
+        return plan.temperature
 
 
 class LoadPointIn(serializers.Serializer):
@@ -152,6 +162,14 @@ class PlanCreateIn(serializers.Serializer):
     max_attempts = serializers.IntegerField(min_value=1, max_value=10, default=3)
     request_timeout_s = serializers.FloatField(min_value=1, default=120.0)
     endpoint = serializers.ChoiceField(choices=["completions", "chat"], default="completions")
+    temperature = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_TEMPERATURE,
+        allow_null=True,
+        default=GREEDY,
+        help_text="Sampling temperature every request asks for; 0 (the default) is greedy "
+        "decoding; null sends none, so each engine samples at its own default.",
+    )
     max_probes = serializers.IntegerField(
         min_value=1, max_value=MAX_LOAD_POINTS, default=DEFAULT_MAX_PROBES
     )
