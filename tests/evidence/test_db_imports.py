@@ -157,7 +157,7 @@ REFUSED_CASES = {
             "result": changed(VLLM, errors=["", "a\x00b"] + [""] * 3),
         },
         "files",
-        "records[1].error: must not contain NUL characters",
+        f"records[1].error: {NUL_REFUSED}",
     ),
     "the model name in the files": (
         lambda: {"tool": "vllm", "result": changed(VLLM, model_id="sim\x00")},
