@@ -86,3 +86,10 @@ class MemoryBasis(models.TextChoices):
     TOTAL = "total", "Share of all memory: weights, activations, KV (vLLM)"
     STATIC = "static", "Share of all memory: weights and KV pool (SGLang)"
     FREE = "free", "Share of memory left after weights (TensorRT-LLM, LMDeploy)"
+
+
+class PublishedScenario(models.TextChoices):
+    """How a published measurement loaded the engine."""
+
+    FIXED_CONCURRENCY = "fixed_concurrency", "a fixed number of clients (closed loop)"
+    MAX_THROUGHPUT = "max_throughput", "maximum load (every request queued at once)"

@@ -22,6 +22,7 @@ from apps.catalog.choices import (
     MemoryBasis,
     PrefixCacheKind,
     ProjectStatus,
+    PublishedScenario,
     Vendor,
 )
 from apps.catalog.shapes import WordList, figure_sources
@@ -307,7 +308,7 @@ class Capability(models.Model):
 
 
 class PublishedMeasurement(models.Model):
-    """A latency measurement someone else published, with its conditions and source.
+    """A measurement someone else published, with its conditions and source.
 
     Evidence of kind `published`: shown beside predictions and the team's own runs, never as
     the team's own. `held_out` marks the rows the accuracy figures are measured on, which no
@@ -339,10 +340,21 @@ class PublishedMeasurement(models.Model):
     isl = models.PositiveIntegerField()
     osl = models.PositiveIntegerField()
     concurrency = models.PositiveIntegerField(null=True, blank=True)
-    ttft_ms = models.FloatField()
-    tpot_ms = models.FloatField()
+    scenario = models.CharField(
+        max_length=20,
+        choices=PublishedScenario.choices,
+        default=PublishedScenario.FIXED_CONCURRENCY,
+        help_text="How the source loaded the engine.",
+    )
+    ttft_ms = models.FloatField(null=True, blank=True, help_text="Null: not published.")
+    tpot_ms = models.FloatField(null=True, blank=True, help_text="Null: not published.")
     throughput_tokens_s = models.FloatField(
         null=True, blank=True, help_text="Output tokens/s as published; null when not given."
+    )
+    output_tokens_s_per_gpu = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Output tokens/s per GPU as published; null when not given.",
     )
     held_out = models.BooleanField(default=False)
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import ClassVar
 
 SOURCE_NAME = "AIConfigurator measurement sample (aiconfigurator-core 0.12.0, silicon_sample.csv)"
 SOURCE_URL = "https://pypi.org/project/aiconfigurator-core/0.12.0/"
@@ -25,6 +26,7 @@ LICENCE = "Apache-2.0"
 SOURCE_AS_OF = date(2026, 12, 1)  # the day we read the file from the pinned wheel
 MODE_AGGREGATED = "agg"
 MODE_DISAGGREGATED = "disagg"
+SCENARIO_FIXED_CONCURRENCY = "fixed_concurrency"
 HOLD_OUT_MODULUS = 5
 
 ENGINE_SLUGS = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
@@ -105,6 +107,10 @@ class PublishedRow:
     # AIConfigurator's GEMM and MoE quantisation names for the run; "" is the checkpoint's own.
     gemm_quant_mode: str = ""
     moe_quant_mode: str = ""
+    # What the sample never gives: every row is a fixed number of clients, with no per-GPU
+    # throughput (the overview's rows, published_overview.OverviewRow, have the other kind).
+    scenario: ClassVar[str] = SCENARIO_FIXED_CONCURRENCY
+    output_tokens_s_per_gpu: ClassVar[float | None] = None
 
     @property
     def model_slug(self) -> str | None:

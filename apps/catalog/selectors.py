@@ -23,7 +23,7 @@ from stackselect_domain.tuning import (
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
 from apps.catalog import aiconfigurator_wheel
-from apps.catalog.choices import Contract, EngineKind, Maturity
+from apps.catalog.choices import Contract, EngineKind, Maturity, PublishedScenario
 from apps.catalog.figures import ACCELERATOR_FIGURES, MODEL_FIGURES, figures_of, has_value
 from apps.catalog.matrix import Matrix, build_matrix, matrix_cells
 from apps.catalog.models import (
@@ -36,6 +36,8 @@ from apps.catalog.models import (
     ModelSpec,
     PublishedMeasurement,
 )
+from apps.catalog.published_overview import read_overview
+from apps.catalog.published_sample import SOURCE_NAME as SAMPLE_SOURCE_NAME
 from apps.catalog.published_sample import read_sample
 from apps.catalog.services import RELEASE_DEFAULT_FIELDS
 
@@ -293,11 +295,13 @@ ACCELERATOR_WEIGHT = 16.0
 ENGINE_WEIGHT = 8.0
 PRECISION_WEIGHT = 4.0
 DISAGGREGATED_WEIGHT = 2.0
+MAX_LOAD_WEIGHT = 2.0  # a row measured at maximum load, for a goal that states its load
 ENGINE_VERSION_WEIGHT = 1.0
 CONCURRENCY_WEIGHT = 0.5  # per doubling; ISL, OSL and each parallel degree weigh 1 per doubling
 HELD_OUT_NOTE = (
     "held out: no fitted factor used this row; the error bands are measured on rows like it"
 )
+UNFITTED_NOTE = "not used by any fit: the calibration fits on AIConfigurator's sample only"
 FITTABLE_NOTE = "not held out: the calibrated method may have fitted its factors on this row"
 
 
@@ -324,9 +328,11 @@ class PublishedRowFacts:
     isl: int
     osl: int
     concurrency: int | None
-    ttft_ms: float
-    tpot_ms: float
+    scenario: str
+    ttft_ms: float | None
+    tpot_ms: float | None
     throughput_tokens_s: float | None
+    output_tokens_s_per_gpu: float | None
     held_out: bool
     model: str
     accelerator: str
@@ -384,6 +390,9 @@ class _RowTable:
             for name in ("accelerator", "engine", "engine_version", "precision")
         }
         self.disaggregated = np.array([row.mode != "agg" for row in rows], dtype=bool)
+        self.max_load = np.array(
+            [row.scenario == PublishedScenario.MAX_THROUGHPUT for row in rows], dtype=bool
+        )
         # log2 of each number; an unstated degree is 1, an unstated concurrency is NaN (no cost)
         self.log2 = {
             name: np.log2(np.array([getattr(row, name) or 1 for row in rows], dtype=float))
@@ -411,12 +420,16 @@ class _RowTable:
         if goal.precision:
             distance = distance + PRECISION_WEIGHT * (text["precision"] != goal.precision)
         distance = distance + DISAGGREGATED_WEIGHT * self.disaggregated
+        if goal.concurrency is not None or goal.rate_rps is not None:
+            distance = distance + MAX_LOAD_WEIGHT * self.max_load
         for name in (*_DEGREES, "isl", "osl"):
             distance = distance + self._doublings(name, getattr(goal, name))
         return distance + CONCURRENCY_WEIGHT * self._doublings("concurrency", goal.concurrency)
 
 
 def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
+    if row.scenario == PublishedScenario.MAX_THROUGHPUT:
+        return _max_load_difference(goal)
     measured = "unstated" if row.concurrency is None else str(row.concurrency)
     if goal.concurrency is not None:
         if row.concurrency == goal.concurrency:
@@ -427,6 +440,15 @@ def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
             f"concurrency {measured} (closed loop) vs the goal's rate of {goal.rate_rps:g} req/s "
             "(open loop)"
         )
+    return None
+
+
+def _max_load_difference(goal: PublishedGoal) -> str | None:
+    measured = "maximum load (every request queued at once)"
+    if goal.concurrency is not None:
+        return f"{measured} vs the goal's concurrency {goal.concurrency}"
+    if goal.rate_rps is not None:
+        return f"{measured} vs the goal's rate of {goal.rate_rps:g} req/s"
     return None
 
 
@@ -455,6 +477,12 @@ def published_differences(row: PublishedRowFacts, goal: PublishedGoal) -> list[s
     return differences + ([load] if load else [])
 
 
+def _fit_use(row: PublishedRowFacts) -> str:
+    if row.held_out:
+        return HELD_OUT_NOTE
+    return FITTABLE_NOTE if row.source_name == SAMPLE_SOURCE_NAME else UNFITTED_NOTE
+
+
 def published_entry(row: PublishedRowFacts, differences: list[str], distance: float) -> dict:
     """A published row as the API and pages show it: evidence kind, figures, conditions,
     source, whether any fit saw it, and how its conditions differ from the goal."""
@@ -463,6 +491,8 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
         "ttft_ms": row.ttft_ms,
         "tpot_ms": row.tpot_ms,
         "throughput_tokens_s": row.throughput_tokens_s,
+        "output_tokens_s_per_gpu": row.output_tokens_s_per_gpu,
+        "scenario": row.scenario,
         "model": row.model,
         "checkpoint": row.checkpoint,
         "accelerator": row.accelerator,
@@ -486,7 +516,7 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
             "row": row.source_key,
         },
         "held_out": row.held_out,
-        "fit_use": HELD_OUT_NOTE if row.held_out else FITTABLE_NOTE,
+        "fit_use": _fit_use(row),
         "distance": round(distance, 3),
         "differences": differences,
     }
@@ -536,6 +566,7 @@ class PublishedStats:
     aggregated: int
     sample: Share | None  # rows of the installed wheel's sample the catalog can represent
     sample_note: str
+    overview: Share  # cells of the TensorRT-LLM overview the catalog can represent
 
 
 def published_stats() -> PublishedStats:
@@ -545,18 +576,23 @@ def published_stats() -> PublishedStats:
     stored = rows.count()
     held_out = rows.filter(held_out=True).count()
     aggregated = rows.filter(mode="agg").count()
-    if not aiconfigurator_wheel.AVAILABLE:
-        return PublishedStats(
-            stored, held_out, aggregated, None, aiconfigurator_wheel.UNAVAILABLE_REASON
-        )
-    sample = read_sample(aiconfigurator_wheel.sample_path())
     models = set(ModelSpec.objects.values_list("slug", flat=True))
     accelerators = set(Accelerator.objects.values_list("slug", flat=True))
     engines = set(Engine.objects.values_list("slug", flat=True))
-    representable = sum(
-        row.model_slug in models
-        and row.accelerator_slug in accelerators
-        and row.engine_slug in engines
-        for row in sample
-    )
-    return PublishedStats(stored, held_out, aggregated, Share(representable, len(sample)), "")
+
+    def representable(source_rows: list) -> Share:
+        count = sum(
+            row.model_slug in models
+            and row.accelerator_slug in accelerators
+            and row.engine_slug in engines
+            for row in source_rows
+        )
+        return Share(count, len(source_rows))
+
+    overview = representable(read_overview())
+    if not aiconfigurator_wheel.AVAILABLE:
+        return PublishedStats(
+            stored, held_out, aggregated, None, aiconfigurator_wheel.UNAVAILABLE_REASON, overview
+        )
+    sample = representable(read_sample(aiconfigurator_wheel.sample_path()))
+    return PublishedStats(stored, held_out, aggregated, sample, "", overview)

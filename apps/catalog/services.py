@@ -32,6 +32,7 @@ from apps.catalog.models import (
     PublishedMeasurement,
     ReleaseBackend,
 )
+from apps.catalog.published_overview import OverviewRow
 from apps.catalog.published_sample import (
     LICENCE,
     SOURCE_AS_OF,
@@ -43,6 +44,8 @@ from apps.catalog.signals import batched_catalog_changes, entry_changed
 from apps.core.errors import ConflictError
 
 M = TypeVar("M", bound=models.Model)
+# A row of either published source: AIConfigurator's sample or the TensorRT-LLM overview.
+ImportedRow = PublishedRow | OverviewRow
 
 # Audit action prefixes: "<entity>.create", "<entity>.update", "<entity>.delete".
 ENTITY_NAMES: dict[type[models.Model], str] = {
@@ -273,7 +276,7 @@ class PublishedImportReport:
         return bool(self.created or self.updated)
 
 
-def _catalog_ids(rows: Sequence[PublishedRow]) -> dict[str, dict[str, int]]:
+def _catalog_ids(rows: Sequence[ImportedRow]) -> dict[str, dict[str, int]]:
     """Slug -> id for the models, accelerators and engines the rows name; ValueError naming
     every slug the catalog lacks, so one run reports all of them."""
     wanted = {
@@ -295,7 +298,7 @@ def _catalog_ids(rows: Sequence[PublishedRow]) -> dict[str, dict[str, int]]:
     return ids
 
 
-def _published_values(row: PublishedRow, ids: Mapping[str, Mapping[str, int]], **source) -> dict:
+def _published_values(row: ImportedRow, ids: Mapping[str, Mapping[str, int]], **source) -> dict:
     return {
         **source,
         "measured_on": row.measured_on,
@@ -316,8 +319,10 @@ def _published_values(row: PublishedRow, ids: Mapping[str, Mapping[str, int]], *
         "isl": row.isl,
         "osl": row.osl,
         "concurrency": row.concurrency,
+        "scenario": row.scenario,
         "ttft_ms": row.ttft_ms,
         "tpot_ms": row.tpot_ms,
+        "output_tokens_s_per_gpu": row.output_tokens_s_per_gpu,
         "held_out": row.held_out,
     }
 
@@ -326,7 +331,7 @@ def _published_values(row: PublishedRow, ids: Mapping[str, Mapping[str, int]], *
 def published_import(
     *,
     actor: Actor,
-    rows: Sequence[PublishedRow],
+    rows: Sequence[ImportedRow],
     source_name: str = SOURCE_NAME,
     source_url: str = SOURCE_URL,
     licence: str = LICENCE,

@@ -1,8 +1,10 @@
-"""A published row in the sample's own CSV terms, for tests that need one or a few."""
+"""A published row in the sample's own CSV terms, for tests that need one or a few, and a goal
+the TensorRT-LLM overview has a cell for."""
 
 from __future__ import annotations
 
 from apps.catalog.published_sample import PublishedRow, parse_row
+from apps.catalog.selectors import PublishedGoal
 
 CSV_ROW = {
     "id": "llama_h100_vllm_agg_1024x256_c16",
@@ -30,3 +32,15 @@ CSV_ROW = {
 
 def sample_row(**overrides: str) -> PublishedRow:
     return parse_row({**CSV_ROW, **overrides})
+
+
+# Llama-3.3-70B FP8 on two H200s with TensorRT-LLM: the overview's cell is 2,587 tokens/s/GPU.
+OVERVIEW_GOAL = PublishedGoal(
+    model_slug="llama-3.3-70b",
+    accelerator_slug="h200-sxm",
+    engine_slug="tensorrt-llm",
+    precision="fp8",
+    tp=2,
+    isl=1000,
+    osl=1000,
+)

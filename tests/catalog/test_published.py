@@ -34,6 +34,10 @@ needs_wheel = pytest.mark.skipif(
 SYSTEM = Actor.system("test")
 
 
+def _sample_rows():
+    return PublishedMeasurement.objects.filter(source_name=SOURCE_NAME)
+
+
 def test_a_row_is_held_out_by_the_hash_of_its_model_system_and_engine() -> None:
     # sha256("Qwen/Qwen3-32B|h100_sxm|vllm") is 0 mod 5; the same model on SGLang is not
     assert held_out("Qwen/Qwen3-32B", "h100_sxm", "vllm")
@@ -111,13 +115,11 @@ def test_every_sample_row_is_representable_and_the_command_imports_them_all() ->
     out = StringIO()
     call_command("published_import", stdout=out)
     assert "5221 created" in out.getvalue()
-    assert PublishedMeasurement.objects.count() == 5221
+    assert _sample_rows().count() == 5221
     stats = StringIO()
     call_command("catalog_stats", stdout=stats)
     assert "sample rows representable: 5221 of 5221 (100.0%)" in stats.getvalue()
-    held = Counter(
-        PublishedMeasurement.objects.filter(held_out=True).values_list("mode", flat=True)
-    )
+    held = Counter(_sample_rows().filter(held_out=True).values_list("mode", flat=True))
     assert held["agg"] == 314
 
 
@@ -129,7 +131,7 @@ def test_loading_the_curated_data_imports_the_published_sample_after_the_catalog
     assert "5221 created" in out.getvalue()
     call_command("load_curated", stdout=out)  # safe to run again
     assert "already up to date (5221 rows)" in out.getvalue()
-    assert PublishedMeasurement.objects.count() == 5221
+    assert _sample_rows().count() == 5221
 
 
 @pytest.mark.django_db
@@ -138,13 +140,14 @@ def test_without_the_wheel_the_import_says_why_and_only_if_available_exits_clean
 ) -> None:
     # The wheel exists for manylinux x86_64 only; this is what another platform sees.
     monkeypatch.setattr(aiconfigurator_wheel, "AVAILABLE", False)
+    load_catalog()
     out = StringIO()
     call_command("published_import", if_available=True, stdout=out)
     assert "not imported" in out.getvalue()
     assert aiconfigurator_wheel.UNAVAILABLE_REASON in out.getvalue()
     with pytest.raises(CommandError, match="pass --file"):
         call_command("published_import")
-    assert not PublishedMeasurement.objects.exists()
+    assert not _sample_rows().exists()
 
 
 @pytest.mark.django_db

@@ -4,14 +4,19 @@ candidate and compare pages, each labelled as published by its source, never as 
 from __future__ import annotations
 
 import html
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
+from django.template.loader import render_to_string
 
 from apps.audit.services import Actor
+from apps.catalog import published_overview
 from apps.catalog.published_sample import SOURCE_NAME
+from apps.catalog.selectors import UNFITTED_NOTE, nearest_published_many
 from apps.catalog.services import published_import
 from apps.selections import services
-from tests.catalog.published_rows import sample_row
+from tests.catalog.published_rows import OVERVIEW_GOAL, sample_row
 from tests.selections.helpers import create_selection
 
 pytestmark = pytest.mark.django_db
@@ -162,3 +167,51 @@ def test_the_candidate_api_lists_each_kept_stacks_nearest_published_rows(
         assert [row["source"]["row"] for row in rows] == ["exact", "longer"]
         assert rows[0]["evidence"] == "published"
         assert rows[0]["source"]["licence"] == "Apache-2.0"
+
+
+H200_TRTLLM_STACK = {
+    "model": "llama-3.3-70b",
+    "precision": "fp8",
+    "accelerator": "h200-sxm",
+    "gpu_count": 2,
+    "tp": 2,
+    "isl": 1000,
+    "osl": 1000,
+    "engine": "tensorrt-llm",
+    "concurrency": 32,
+}
+
+
+@pytest.fixture
+def overview(catalog, monkeypatch) -> None:
+    """The TensorRT-LLM overview's cells, imported as `make run` does (no sample wheel here)."""
+    monkeypatch.setattr("apps.catalog.aiconfigurator_wheel.AVAILABLE", False)
+    call_command("published_import", if_available=True, stdout=StringIO())
+
+
+def test_the_estimate_shows_a_maximum_load_row_with_its_latency_null_never_zero(
+    overview, alice_client
+):
+    response = _estimate(alice_client, H200_TRTLLM_STACK)
+
+    assert response.status_code == 200, response.json()
+    nearest = response.json()["published"][0]
+    assert nearest["source"]["name"] == published_overview.SOURCE_NAME
+    assert (nearest["ttft_ms"], nearest["tpot_ms"], nearest["concurrency"]) == (None, None, None)
+    assert (nearest["output_tokens_s_per_gpu"], nearest["scenario"]) == (2587.0, "max_throughput")
+    assert (
+        "maximum load (every request queued at once) vs the goal's concurrency 32"
+        in (nearest["differences"])
+    )
+
+
+def test_the_published_row_on_a_page_says_what_the_source_did_not_publish(overview):
+    (rows,) = nearest_published_many([OVERVIEW_GOAL])
+
+    page = render_to_string("selections/_published.html", {"published_rows": rows[:1]})
+
+    assert "TTFT not published, TPOT not published, 2587 output tokens/s per GPU" in page
+    assert "TTFT 0" not in page and "TPOT 0" not in page
+    assert "maximum load (every request queued at once)" in page
+    assert 'data-scenario="max_throughput"' in page
+    assert UNFITTED_NOTE in html.unescape(page)

@@ -18,7 +18,7 @@ from stackselect_domain.vocabulary import (
 )
 from stackselect_domain.workload import MAX_TOKENS, parse_length
 
-from apps.catalog.choices import AttentionKind, EngineKind, Maturity
+from apps.catalog.choices import AttentionKind, EngineKind, Maturity, PublishedScenario
 from apps.catalog.models import Accelerator, Engine, Feature, KernelBackend, ModelSpec
 from apps.catalog.selectors import NEAREST_LIMIT
 from apps.core.pagination import MAX_PAGE
@@ -402,10 +402,22 @@ class PublishedRowSerializer(serializers.Serializer):
     """One published measurement: someone else's figures under their conditions."""
 
     evidence = serializers.ChoiceField(choices=["published"], help_text="Never the team's own.")
-    ttft_ms = serializers.FloatField(help_text="Measured by the source.")
-    tpot_ms = serializers.FloatField(help_text="Measured by the source.")
+    ttft_ms = serializers.FloatField(
+        allow_null=True, help_text="Measured by the source; null when it published none."
+    )
+    tpot_ms = serializers.FloatField(
+        allow_null=True, help_text="Measured by the source; null when it published none."
+    )
     throughput_tokens_s = serializers.FloatField(
         allow_null=True, help_text="Output tokens/s as published; null when not given."
+    )
+    output_tokens_s_per_gpu = serializers.FloatField(
+        allow_null=True, help_text="Output tokens/s per GPU as published; null when not given."
+    )
+    scenario = serializers.ChoiceField(
+        choices=PublishedScenario.choices,
+        help_text="How the source loaded the engine: a fixed number of clients, or every "
+        "request queued at once (maximum load, where `concurrency` is null).",
     )
     model = serializers.CharField()
     checkpoint = serializers.CharField()

@@ -42,3 +42,6 @@ class Command(BaseCommand):
             self.stdout.write(f"  sample rows representable: unknown ({published.sample_note})")
         else:
             self.stdout.write("  " + _share_line("sample rows representable", published.sample))
+        self.stdout.write(
+            "  " + _share_line("TensorRT-LLM overview cells representable", published.overview)
+        )
