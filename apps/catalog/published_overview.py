@@ -44,6 +44,9 @@ CHECKPOINT_MODELS = {
     "nvidia/Llama-3.3-70B-Instruct-FP8": "llama-3.3-70b",
     "nvidia/Qwen3-235B-A22B-FP4": "qwen3-235b-a22b",
     "nvidia/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "nvidia/Qwen3-30B-A3B-FP4": "qwen3-30b-a3b",
+    "nvidia/Llama-4-Maverick-17B-128E-Instruct-NVFP4": "llama-4-maverick",
+    "nvidia/Llama-4-Maverick-17B-128E-Instruct-FP8": "llama-4-maverick",
 }
 
 # The overview's precision label -> our precision word. gpt-oss ships its experts in MXFP4,

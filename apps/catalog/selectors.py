@@ -462,7 +462,8 @@ def published_differences(row: PublishedRowFacts, goal: PublishedGoal) -> list[s
         wanted = f"{goal.engine_slug} {goal.engine_version or ''}".strip()
         differences.append(f"engine {row.engine} {version} vs the stack's {wanted}")
     elif goal.engine_version and row.engine_version != goal.engine_version:
-        differences.append(f"engine version {version} vs the stack's {goal.engine_version}")
+        stated = row.engine_version or "unstated"
+        differences.append(f"engine version {stated} vs the stack's {goal.engine_version}")
     if goal.precision and row.precision != goal.precision:
         differences.append(f"precision {row.precision} vs the stack's {goal.precision}")
     if row.mode != "agg":

@@ -46,6 +46,8 @@ SHIPPED_CONFIGS = {
     "qwen3-8b": "Qwen/Qwen3-8B",
     "qwen3-32b": "Qwen/Qwen3-32B",
     "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
     "qwen3.5-397b-a17b": "Qwen/Qwen3.5-397B-A17B",
     "mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1",
     "deepseek-v3": "deepseek-ai/DeepSeek-V3",

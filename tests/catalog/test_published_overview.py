@@ -53,17 +53,18 @@ def test_the_shipped_table_reads_whole_and_names_what_the_catalog_cannot_hold() 
     assert len(rows) == 150
     assert len({row.key for row in rows}) == 150
     kept = [row for row in rows if row.representable]
-    assert len(kept) == 94
+    assert len(kept) == 123
     assert {row.model_slug for row in kept} == {
         "deepseek-r1",
         "gpt-oss-120b",
         "gpt-oss-20b",
         "llama-3.3-70b",
+        "llama-4-maverick",
         "qwen3-235b-a22b",
+        "qwen3-30b-a3b",
     }
     reasons = {row.unrepresentable_reason for row in rows if not row.representable}
-    assert "GPU RTX 6000 Pro Blackwell Server Edition is not in the catalog" in reasons
-    assert "model nvidia/Qwen3-30B-A3B-FP4 is not in the catalog" in reasons
+    assert reasons == {"GPU RTX 6000 Pro Blackwell Server Edition is not in the catalog"}
     assert all(row.ttft_ms is None and row.tpot_ms is None for row in rows)
 
 
@@ -125,10 +126,10 @@ def test_the_command_imports_the_representable_cells_once_and_says_what_it_left_
     call_command("published_import", if_available=True, stdout=out)
 
     said = out.getvalue()
-    assert f"{published_overview.SOURCE_NAME}: 94 created, 0 updated, 0 unchanged." in said
-    assert f"{published_overview.SOURCE_NAME}: already up to date (94 rows)." in said
-    assert "cell(s) not imported: GPU RTX 6000 Pro Blackwell Server Edition is not in" in said
-    assert _overview_rows().count() == 94
+    assert f"{published_overview.SOURCE_NAME}: 123 created, 0 updated, 0 unchanged." in said
+    assert f"{published_overview.SOURCE_NAME}: already up to date (123 rows)." in said
+    assert "27 cell(s) not imported: GPU RTX 6000 Pro Blackwell Server Edition is not in" in said
+    assert _overview_rows().count() == 123
     assert AuditEvent.objects.filter(action="published.import").count() == 1
     row = _overview_rows().get(
         checkpoint="nvidia/Llama-3.3-70B-Instruct-FP8", system="H200", isl=1000, osl=1000
@@ -142,7 +143,7 @@ def test_the_command_imports_the_representable_cells_once_and_says_what_it_left_
     )
     stats = StringIO()
     call_command("catalog_stats", stdout=stats)
-    assert "TensorRT-LLM overview cells representable: 94 of 150" in stats.getvalue()
+    assert "TensorRT-LLM overview cells representable: 123 of 150" in stats.getvalue()
 
 
 GOAL = replace(OVERVIEW_GOAL, concurrency=32)
