@@ -1,0 +1,157 @@
+"""Predicting a maximum-load published cell: output tokens/s per GPU, by a named method.
+
+The TensorRT-LLM performance overview (apps/catalog/published_overview.py) ran `trtllm-bench
+throughput`: every request queued at once, with the benchmark's own batch settings. We predict a
+cell with the app's capacity method (apps/selections/steady_state.py): a closed loop with as many
+clients as the replica admits, CLIENT_TURNS requests each so the warm-up is a small part, on the
+method's step times; the run is checked for stationarity like any capacity. A replica spans
+tp x pp GPUs (attention-DP ranks are replicas side by side), so the figure per GPU is the
+replica's output tokens/s over tp x pp.
+
+Where the overview states a setting we use it; where it does not, the assumption is named here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stackselect_domain.steptime import METHOD_AICONFIGURATOR, METHOD_ROOFLINE, StepTimeProvider
+from stackselect_domain.workload import ClosedLoop, FixedLength, Workload
+
+from apps.catalog.models import Accelerator, ModelSpec
+from apps.catalog.published_overview import OverviewRow
+from apps.selections.aiconfigurator_provider import AicStack, aiconfigurator_step_time
+from apps.selections.catalog_adapter import accelerator_spec, default_kv_dtype, model_arch
+from apps.selections.estimator import MEMORY_BASIS_FREE, Parallelism, estimate_memory
+from apps.selections.simulator import EngineConfig
+from apps.selections.steady_state import CLIENT_TURNS, saturating_clients, steady_run
+from apps.selections.steptime_providers import StackInputs, roofline_provider
+
+ENGINE = "tensorrt-llm"
+# The catalog's TensorRT-LLM release: the overview names none, so the step times are asked for
+# the release a team would deploy (AIConfigurator answers from its nearest measured version).
+ENGINE_VERSION = "1.2.1"
+# The overview: "--kv_cache_free_gpu_mem_fraction 0.95" in many cases (0.90 on out-of-memory),
+# a share of the memory left free after the weights, as TensorRT-LLM's KvCacheConfig counts it.
+KV_FRACTION = 0.95
+# The overview's stated kv_cache_config for these models (gpt-oss: fp8 on Blackwell, "auto" on
+# Hopper; DeepSeek-R1: fp8); the others keep the checkpoint's own.
+FP8_KV_FAMILIES = {
+    "deepseek-r1": ("hopper", "blackwell"),
+    "gpt-oss-120b": ("blackwell",),
+    "gpt-oss-20b": ("blackwell",),
+}
+# Our assumptions, not the overview's: trtllm-bench tunes its batch per run and does not print
+# it there. 2048 sequences and an 8,192-token step budget; the KV cache bounds the batch first
+# for most cells.
+MAX_SEQS = 2048
+TOKEN_BUDGET = 8192
+KV_BLOCK_TOKENS = 32
+SEED = 1
+
+
+@dataclass(frozen=True)
+class CapacityPrediction:
+    """A method's answer for one cell: output tokens/s per GPU, or None with the reason."""
+
+    method: str
+    per_gpu_tokens_s: float | None
+    reason: str = ""
+    clients: int = 0
+    stationary: bool = False
+
+    def relative_error(self, published: float) -> float | None:
+        if self.per_gpu_tokens_s is None:
+            return None
+        return (self.per_gpu_tokens_s - published) / published
+
+
+@dataclass(frozen=True)
+class CapacityCell:
+    """An overview cell with the catalog rows it names."""
+
+    row: OverviewRow
+    model: ModelSpec
+    accelerator: Accelerator
+
+    def parallelism(self) -> Parallelism:
+        row = self.row
+        ep = (row.ep or 1) if self.model.experts_total else 1
+        return Parallelism(tp=row.tp, pp=row.pp, ep=ep, dp=row.dp or 1)
+
+    def kv_dtype(self) -> str:
+        if self.accelerator.family in FP8_KV_FAMILIES.get(self.model.slug, ()):
+            return "fp8"
+        return default_kv_dtype(self.model)
+
+    def stack(self) -> StackInputs:
+        return StackInputs(
+            model=model_arch(self.model),
+            accel=accelerator_spec(self.accelerator),
+            precision=self.row.precision,
+            kv_dtype=self.kv_dtype(),
+            parallelism=self.parallelism(),
+            engine=ENGINE,
+            engine_version=ENGINE_VERSION,
+            catalog_model=self.model,
+            accelerator_slug=self.accelerator.slug,
+        )
+
+
+def _provider(cell: CapacityCell, method: str, clients: int) -> StepTimeProvider | None:
+    row, layout = cell.row, cell.parallelism()
+    if method == METHOD_ROOFLINE:
+        return roofline_provider(cell.stack(), decode_batch=clients, context=row.isl + row.osl / 2)
+    stack = AicStack(
+        model=cell.model,
+        accelerator_slug=cell.accelerator.slug,
+        engine_slug=ENGINE,
+        engine_version=ENGINE_VERSION,
+        precision=row.precision,
+        kv_dtype=cell.kv_dtype(),
+        tp=layout.tp,
+        pp=layout.pp,
+        ep=layout.ep,
+        dp=layout.dp,
+    )
+    return aiconfigurator_step_time(stack).provider
+
+
+def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
+    """The cell's output tokens/s per GPU by `method` ("roofline" or "aiconfigurator")."""
+    if method not in (METHOD_ROOFLINE, METHOD_AICONFIGURATOR):
+        raise ValueError(f"method: must be {METHOD_ROOFLINE} or {METHOD_AICONFIGURATOR}")
+    row, stack = cell.row, cell.stack()
+    memory = estimate_memory(
+        **stack.replica(),
+        isl=row.isl,
+        osl=row.osl,
+        gpu_memory_utilization=KV_FRACTION,
+        memory_basis=MEMORY_BASIS_FREE,
+    )
+    if not memory.fits:
+        return CapacityPrediction(method, None, f"does not fit: {memory.reason}")
+    config = EngineConfig(
+        max_num_batched_tokens=TOKEN_BUDGET,
+        max_num_seqs=MAX_SEQS,
+        kv_capacity_tokens=memory.kv_capacity_tokens,
+        kv_block_size=KV_BLOCK_TOKENS,
+        prefix_caching=False,  # random token ids: nothing to reuse
+    )
+    workload = Workload(FixedLength(row.isl), FixedLength(row.osl), ClosedLoop(1))
+    clients = saturating_clients(workload, config)
+    provider = _provider(cell, method, clients)
+    if provider is None:
+        return CapacityPrediction(method, None, "AIConfigurator has no data for the layout")
+    run = steady_run(
+        workload,
+        n=CLIENT_TURNS * clients,
+        seed=SEED,
+        step_time=provider,
+        config=config,
+        slo=None,
+        concurrency=clients,
+    )
+    layout = stack.parallelism
+    per_gpu = run.summary.output_tokens_per_s / (layout.tp * layout.pp)
+    return CapacityPrediction(method, per_gpu, "", clients, run.stationarity.stationary)

@@ -1,0 +1,118 @@
+"""How far the app's capacity is from published maximum-load throughput.
+
+Run from the repository root: `python bench/bench_capacity.py`. For every cell of the TensorRT-LLM
+performance overview the catalog can represent (apps/catalog/data/trtllm_perf_overview.csv:
+output tokens/s per GPU under `trtllm-bench throughput`), it predicts the same figure with the
+app's capacity method (a saturating closed loop checked for stationarity, as the candidate list
+sizes GPUs) on the roofline's and on AIConfigurator's step times
+(apps/selections/published_capacity.py names every setting it assumes), and prints, measured in
+this run, each method's median absolute percentage error, signed median and share within 25%:
+over every cell it answers, over the cells whose run was stationary, and per model.
+No factor is fitted on these cells, so every one of them is held out.
+The catalog comes from fixtures/catalog (no database); AIConfigurator needs its wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+
+import django  # noqa: E402
+
+django.setup()
+
+from stackselect_domain.steptime import METHOD_AICONFIGURATOR, METHOD_ROOFLINE  # noqa: E402
+
+from apps.catalog import aiconfigurator_wheel  # noqa: E402
+from apps.catalog.loading import fixture_instances  # noqa: E402
+from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
+from apps.catalog.published_overview import SOURCE_NAME, read_overview  # noqa: E402
+from apps.selections.published_capacity import (  # noqa: E402
+    CapacityCell,
+    CapacityPrediction,
+    predict_capacity,
+)
+
+WITHIN = 0.25
+METHODS = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR)
+
+
+def _cells() -> tuple[list[CapacityCell], int]:
+    models = fixture_instances(ModelSpec, "models")
+    accelerators = fixture_instances(Accelerator, "accelerators")
+    rows = read_overview()
+    kept = [row for row in rows if row.representable]
+    cells = [CapacityCell(r, models[r.model_slug], accelerators[r.accelerator_slug]) for r in kept]
+    return cells, len(rows)
+
+
+def _line(label: str, errors: list[float], total: int) -> str:
+    if not errors:
+        return f"  {label:<34} answered 0 of {total}"
+    mdape = statistics.median(abs(error) for error in errors)
+    signed = statistics.median(errors)
+    within = sum(abs(error) <= WITHIN for error in errors) / len(errors)
+    return (
+        f"  {label:<34} answered {len(errors):>3} of {total:<3}  MdAPE {mdape:6.1%}  "
+        f"signed median {signed:+7.1%}  within 25% {within:4.0%}"
+    )
+
+
+def main() -> int:
+    started = time.perf_counter()
+    cells, listed = _cells()
+    methods = [
+        method
+        for method in METHODS
+        if method != METHOD_AICONFIGURATOR or aiconfigurator_wheel.AVAILABLE
+    ]
+    answers: dict[str, list[tuple[CapacityCell, CapacityPrediction]]] = defaultdict(list)
+    seconds: dict[str, float] = {}
+    for method in methods:
+        began = time.perf_counter()
+        answers[method] = [(cell, predict_capacity(cell, method)) for cell in cells]
+        seconds[method] = time.perf_counter() - began
+    print(f"capacity at maximum load against {SOURCE_NAME}")
+    print(
+        f"  {len(cells)} of its {listed} cells representable; measured "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; output tokens/s per GPU, relative error "
+        "(predicted - published) / published"
+    )
+    if not aiconfigurator_wheel.AVAILABLE:
+        print(f"  aiconfigurator: not measured ({aiconfigurator_wheel.UNAVAILABLE_REASON})")
+    for method in methods:
+        pairs = answers[method]
+        errors = [p.relative_error(c.row.output_tokens_s_per_gpu) for c, p in pairs]
+        answered = [e for e in errors if e is not None]
+        steady = [
+            p.relative_error(c.row.output_tokens_s_per_gpu)
+            for c, p in pairs
+            if p.per_gpu_tokens_s is not None and p.stationary
+        ]
+        print(f"{method} ({seconds[method]:.0f} s)")
+        print(_line("every cell", answered, len(cells)))
+        print(_line("cells whose run was stationary", steady, len(cells)))
+        by_model: dict[str, list[float]] = defaultdict(list)
+        for (cell, prediction), error in zip(pairs, errors, strict=True):
+            if error is not None:
+                by_model[cell.model.slug].append(error)
+            elif prediction.reason:
+                print(f"  not answered: {cell.row.key}: {prediction.reason}")
+        for slug in sorted(by_model):
+            print(_line(slug, by_model[slug], sum(c.model.slug == slug for c in cells)))
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
