@@ -10,10 +10,14 @@ this run, each method's median absolute percentage error, signed median and shar
 over every cell it answers, over the cells whose run was stationary, and per model.
 No factor is fitted on these cells, so every one of them is held out.
 The catalog comes from fixtures/catalog (no database); AIConfigurator needs its wheel.
+`--write-bands` stores each method's 10th-90th percentile relative errors over every cell it
+answered as its capacity band in apps/selections/data/error_bands.json, which the candidate
+list shows next to each simulated capacity.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -37,6 +41,7 @@ from apps.catalog import aiconfigurator_wheel  # noqa: E402
 from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_overview import SOURCE_NAME, read_overview  # noqa: E402
+from apps.selections.error_bands import CAPACITY, write_bands  # noqa: E402
 from apps.selections.published_capacity import (  # noqa: E402
     CapacityCell,
     CapacityPrediction,
@@ -69,6 +74,9 @@ def _line(label: str, errors: list[float], total: int) -> str:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-bands", action="store_true", help="store the capacity bands")
+    args = parser.parse_args()
     started = time.perf_counter()
     cells, listed = _cells()
     methods = [
@@ -90,10 +98,11 @@ def main() -> int:
     )
     if not aiconfigurator_wheel.AVAILABLE:
         print(f"  aiconfigurator: not measured ({aiconfigurator_wheel.UNAVAILABLE_REASON})")
+    answered_errors: dict[str, list[float]] = {}
     for method in methods:
         pairs = answers[method]
         errors = [p.relative_error(c.row.output_tokens_s_per_gpu) for c, p in pairs]
-        answered = [e for e in errors if e is not None]
+        answered = answered_errors[method] = [e for e in errors if e is not None]
         steady = [
             p.relative_error(c.row.output_tokens_s_per_gpu)
             for c, p in pairs
@@ -111,6 +120,15 @@ def main() -> int:
         for slug in sorted(by_model):
             print(_line(slug, by_model[slug], sum(c.model.slug == slug for c in cells)))
     print(f"total {time.perf_counter() - started:.0f} s")
+    if args.write_bands:
+        measured_on = datetime.now(UTC).strftime("%Y-%m-%d")
+        write_bands(
+            {method: {CAPACITY: errors} for method, errors in answered_errors.items()},
+            measured_on=measured_on,
+            source="bench/bench_capacity.py on the TensorRT-LLM performance overview's "
+            "maximum-load cells (output tokens/s per GPU)",
+        )
+        print(f"capacity bands written for {', '.join(methods)} ({measured_on})")
     return 0
 
 

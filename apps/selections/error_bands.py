@@ -1,10 +1,12 @@
 """How wrong each prediction method tends to be: its error band per metric.
 
 A band is the 10th to 90th percentile of the method's signed relative error,
-(predicted - measured) / measured, on the held-out published rows. The accuracy benchmark
-(bench/bench_accuracy.py --write-bands) measures them and writes data/error_bands.json with its
-date; estimates show the band next to the figure, so "TTFT 420 ms (-30% .. +45%)" reads as
-"the measured value was within that range of the prediction for 80% of held-out rows".
+(predicted - measured) / measured, on published rows no fit saw. The accuracy benchmark
+(bench/bench_accuracy.py --write-bands) measures TTFT and TPOT on the held-out rows, the capacity
+benchmark (bench/bench_capacity.py --write-bands) the capacity at maximum load; each writes its
+metrics into data/error_bands.json with their date and source, leaving the other's. Estimates
+show the band next to the figure, so "TTFT 420 ms (-30% .. +45%)" reads as "the measured value
+was within that range of the prediction for 80% of held-out rows".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 BANDS_FILE = Path(__file__).parent / "data" / "error_bands.json"
 METRICS = ("ttft", "tpot")
+CAPACITY = "capacity"  # output tokens/s per GPU at maximum load
 LOW_PERCENTILE, HIGH_PERCENTILE = 10, 90
 
 
@@ -43,19 +46,22 @@ def band_of(errors: Sequence[float]) -> tuple[float, float]:
     return cuts[LOW_PERCENTILE - 1], cuts[HIGH_PERCENTILE - 1]
 
 
-@cache
-def _stored(path: Path = BANDS_FILE) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
 
 
+@cache
+def _stored(path: Path = BANDS_FILE) -> dict[str, Any]:
+    return _read(path)
+
+
 def error_band(method: str, metric: str) -> ErrorBand | None:
     """The stored band of a method ("roofline", "aiconfigurator", "calibrated") for a metric
-    ("ttft", "tpot"), or None when the benchmark has not measured one."""
-    data = _stored()
-    entry = data.get("bands", {}).get(method, {}).get(metric)
+    ("ttft", "tpot", "capacity"), or None when no benchmark has measured one."""
+    entry = _stored().get("bands", {}).get(method, {}).get(metric)
     if not entry:
         return None
     return ErrorBand(
@@ -64,16 +70,25 @@ def error_band(method: str, metric: str) -> ErrorBand | None:
         low=entry["low"],
         high=entry["high"],
         rows=entry["rows"],
-        measured_on=data.get("measured_on", ""),
-        source=data.get("source", ""),
+        measured_on=entry["measured_on"],
+        source=entry["source"],
     )
 
 
 def write_bands(
-    errors: dict[str, dict[str, Sequence[float]]], *, measured_on: str, source: str
+    errors: dict[str, dict[str, Sequence[float]]],
+    *,
+    measured_on: str,
+    source: str,
+    path: Path = BANDS_FILE,
 ) -> dict[str, Any]:
-    """Write the bands of {method: {metric: relative errors}} to BANDS_FILE; returns the data."""
-    bands: dict[str, dict[str, dict[str, float | int]]] = {}
+    """Store the bands of {method: {metric: relative errors}} with their date and source. The
+    metrics named replace their old bands for every method; other metrics' bands stay."""
+    written = {metric for metrics in errors.values() for metric in metrics}
+    bands = {
+        method: {metric: entry for metric, entry in metrics.items() if metric not in written}
+        for method, metrics in _read(path).get("bands", {}).items()
+    }
     for method, metrics in errors.items():
         for metric, values in metrics.items():
             if len(values) < 2:
@@ -83,9 +98,11 @@ def write_bands(
                 "low": round(low, 4),
                 "high": round(high, 4),
                 "rows": len(values),
+                "measured_on": measured_on,
+                "source": source,
             }
-    data = {"measured_on": measured_on, "source": source, "bands": bands}
-    BANDS_FILE.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    data = {"bands": {method: metrics for method, metrics in bands.items() if metrics}}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     _stored.cache_clear()
     return data
 
@@ -93,8 +110,8 @@ def write_bands(
 # ---------------------------------------------------------------- as estimates carry them
 
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
-ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps")
-_STORED_AS = {f"{metric}_ms": metric for metric in METRICS}
+ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps", "replica_capacity_rps")
+_STORED_AS = {**{f"{metric}_ms": metric for metric in METRICS}, "replica_capacity_rps": CAPACITY}
 
 
 def band_record(method: str, metric: str) -> dict[str, Any]:

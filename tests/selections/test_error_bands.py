@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from apps.selections.error_bands import METRICS, band_of, error_band
+from apps.selections.error_bands import CAPACITY, METRICS, band_of, error_band, write_bands
 
 
 def test_a_band_spans_the_10th_to_the_90th_percentile() -> None:
@@ -31,3 +34,47 @@ def test_every_method_has_a_stored_band_per_metric_with_its_date(method: str, me
 
 def test_an_unknown_method_has_no_band() -> None:
     assert error_band("crystal-ball", "ttft") is None
+
+
+@pytest.mark.parametrize("method", ["roofline", "aiconfigurator"])
+def test_the_step_time_methods_have_a_capacity_band_from_published_maximum_load_cells(
+    method: str,
+) -> None:
+    band = error_band(method, CAPACITY)
+    assert band is not None, "run bench/bench_capacity.py --write-bands"
+    assert band.low <= band.high and band.rows >= 2
+    assert "maximum-load" in band.source and band.measured_on
+
+
+def test_writing_one_benchs_bands_keeps_the_others_with_their_own_date_and_source(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bands.json"
+    spread = [i / 10 for i in range(-5, 6)]
+    write_bands(
+        {"roofline": {"ttft": spread}}, measured_on="2026-01-01", source="latency", path=path
+    )
+    write_bands(
+        {"roofline": {CAPACITY: [0.0, 1.0]}, "aiconfigurator": {CAPACITY: [0.5]}},
+        measured_on="2026-02-02",
+        source="capacity",
+        path=path,
+    )
+    write_bands(
+        {"roofline": {"ttft": [0.0, 0.1]}}, measured_on="2026-03-03", source="new", path=path
+    )
+
+    bands = json.loads(path.read_text())["bands"]
+    assert set(bands) == {"roofline"}  # one error is no band
+    assert bands["roofline"]["ttft"]["rows"] == 2
+    assert (bands["roofline"]["ttft"]["measured_on"], bands["roofline"]["ttft"]["source"]) == (
+        "2026-03-03",
+        "new",
+    )
+    assert bands["roofline"][CAPACITY] == {
+        "low": 0.1,
+        "high": 0.9,
+        "rows": 2,
+        "measured_on": "2026-02-02",
+        "source": "capacity",
+    }

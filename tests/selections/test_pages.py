@@ -287,3 +287,21 @@ def test_the_candidate_page_shows_each_latencys_error_band_from_the_held_out_row
     assert f"{ttft.rows} held-out published rows" in page and ttft.measured_on in page
     assert "goodput: no band measured" in page
     assert "Error bands: none yet" not in page
+
+
+def test_a_simulated_capacity_shows_its_band_from_published_maximum_load_cells(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    capacity = error_band("roofline", "capacity")
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    simulated = selection.candidates.filter(
+        outcome="kept", estimate__replica_capacity_rps__isnull=False
+    ).count()
+    assert simulated > 0
+    band = f"capacity {capacity.low * 100:+.0f}% to {capacity.high * 100:+.0f}%"
+    assert page.count(band) == page.count('data-field="capacity-band"') == min(simulated, 50)
+    assert f"{capacity.rows} published maximum-load cells no fit used" in page
