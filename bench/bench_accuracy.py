@@ -33,14 +33,9 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+from django_env import setup_django  # bench/django_env.py, beside this script
 
-import django  # noqa: E402
-
-django.setup()
+setup_django()
 
 from stackselect_domain.steptime import (  # noqa: E402
     METHOD_AICONFIGURATOR,

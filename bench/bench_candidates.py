@@ -14,19 +14,11 @@ cache (keyed by every input). `--typical-only` stops there (what bench/run print
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.update(DATABASE_URL="sqlite://:memory:", DEBUG="true", LOG_LEVEL="WARNING")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+from django_env import setup_django  # bench/django_env.py, beside this script
 
-import django  # noqa: E402
-
-django.setup()
+setup_django(DATABASE_URL="sqlite://:memory:", DEBUG="true", LOG_LEVEL="WARNING")
 
 from django.core.management import call_command  # noqa: E402
 

@@ -1,6 +1,7 @@
 """Vocabularies of the capability matrix."""
 
 from django.db import models
+from stackselect_domain.vocabulary import SCENARIO_FIXED_CONCURRENCY, SCENARIO_MAX_THROUGHPUT
 
 
 class EngineKind(models.TextChoices):
@@ -91,5 +92,5 @@ class MemoryBasis(models.TextChoices):
 class PublishedScenario(models.TextChoices):
     """How a published measurement loaded the engine."""
 
-    FIXED_CONCURRENCY = "fixed_concurrency", "a fixed number of clients (closed loop)"
-    MAX_THROUGHPUT = "max_throughput", "maximum load (every request queued at once)"
+    FIXED_CONCURRENCY = SCENARIO_FIXED_CONCURRENCY, "a fixed number of clients (closed loop)"
+    MAX_THROUGHPUT = SCENARIO_MAX_THROUGHPUT, "maximum load (every request queued at once)"

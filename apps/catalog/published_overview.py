@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from stackselect_domain.vocabulary import SCENARIO_MAX_THROUGHPUT
+
 DATA_FILE = Path(__file__).parent / "data" / "trtllm_perf_overview.csv"
 SOURCE_NAME = "TensorRT-LLM performance overview (throughput tables)"
 SOURCE_URL = (
@@ -28,7 +30,6 @@ SOURCE_URL = (
 LICENCE = "Apache-2.0"
 SOURCE_AS_OF = date(2026, 12, 4)  # the day we read the file at the commit above
 ENGINE_SLUG = "tensorrt-llm"
-SCENARIO_MAX_THROUGHPUT = "max_throughput"
 
 # The overview's GPU names -> catalog accelerator slugs (a GPU not here is not representable).
 GPU_ACCELERATORS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"}

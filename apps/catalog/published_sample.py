@@ -20,13 +20,14 @@ from datetime import date
 from pathlib import Path
 from typing import ClassVar
 
+from stackselect_domain.vocabulary import SCENARIO_FIXED_CONCURRENCY
+
 SOURCE_NAME = "AIConfigurator measurement sample (aiconfigurator-core 0.12.0, silicon_sample.csv)"
 SOURCE_URL = "https://pypi.org/project/aiconfigurator-core/0.12.0/"
 LICENCE = "Apache-2.0"
 SOURCE_AS_OF = date(2026, 12, 1)  # the day we read the file from the pinned wheel
 MODE_AGGREGATED = "agg"
 MODE_DISAGGREGATED = "disagg"
-SCENARIO_FIXED_CONCURRENCY = "fixed_concurrency"
 HOLD_OUT_MODULUS = 5
 
 ENGINE_SLUGS = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}
@@ -131,12 +132,6 @@ class PublishedRow:
     @property
     def aggregated(self) -> bool:
         return self.mode == MODE_AGGREGATED
-
-    @property
-    def gpus(self) -> int | None:
-        if self.tp is None:
-            return None
-        return self.tp * (self.pp or 1)
 
 
 class SampleError(ValueError):

@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from packaging.version import InvalidVersion, Version
@@ -33,6 +33,9 @@ from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.models import ModelSpec
 from apps.catalog.published_sample import ENGINE_SLUGS, SYSTEM_ACCELERATORS
+
+if TYPE_CHECKING:
+    from apps.selections.estimator import Parallelism
 
 BACKENDS = {slug: backend for backend, slug in ENGINE_SLUGS.items()}
 SYSTEMS = {slug: system for system, slug in SYSTEM_ACCELERATORS.items()}
@@ -96,6 +99,11 @@ class AicStack:
     # AIConfigurator's own (GEMM, MoE) quantisation names where the stack states them, as a
     # published row does; None derives them from `precision`.
     quant_modes: tuple[str | None, str | None] | None = None
+
+    @classmethod
+    def on_layout(cls, layout: Parallelism, **stack: Any) -> AicStack:
+        """The stack on `layout`: AIConfigurator's degrees are the estimator's, one for one."""
+        return cls(tp=layout.tp, pp=layout.pp, ep=layout.ep, dp=layout.dp, **stack)
 
 
 @dataclass(frozen=True)

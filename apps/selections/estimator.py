@@ -181,6 +181,11 @@ class Parallelism:
         return self.tp * self.pp * self.dp
 
     @property
+    def replica_gpus(self) -> int:
+        """The GPUs one replica spans; dp replicas add rate and GPUs alike."""
+        return self.tp * self.pp
+
+    @property
     def needs_interconnect(self) -> bool:
         return self.tp > 1 or self.pp > 1 or self.ep > 1
 

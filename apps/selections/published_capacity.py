@@ -23,8 +23,9 @@ from apps.catalog.published_overview import OverviewRow
 from apps.selections.aiconfigurator_provider import AicStack, aiconfigurator_step_time
 from apps.selections.catalog_adapter import accelerator_spec, default_kv_dtype, model_arch
 from apps.selections.estimator import MEMORY_BASIS_FREE, Parallelism, estimate_memory
+from apps.selections.published_predict import stated_parallelism
 from apps.selections.simulator import EngineConfig
-from apps.selections.steady_state import CLIENT_TURNS, saturating_clients, steady_run
+from apps.selections.steady_state import capacity_run, saturating_clients
 from apps.selections.steptime_providers import StackInputs, roofline_provider
 
 ENGINE = "tensorrt-llm"
@@ -75,9 +76,7 @@ class CapacityCell:
     accelerator: Accelerator
 
     def parallelism(self) -> Parallelism:
-        row = self.row
-        ep = (row.ep or 1) if self.model.experts_total else 1
-        return Parallelism(tp=row.tp, pp=row.pp, ep=ep, dp=row.dp or 1)
+        return stated_parallelism(self.row, self.model)
 
     def kv_dtype(self) -> str:
         if self.accelerator.family in FP8_KV_FAMILIES.get(self.model.slug, ()):
@@ -99,22 +98,19 @@ class CapacityCell:
 
 
 def _provider(cell: CapacityCell, method: str, clients: int) -> StepTimeProvider | None:
-    row, layout = cell.row, cell.parallelism()
+    row, stack = cell.row, cell.stack()
     if method == METHOD_ROOFLINE:
-        return roofline_provider(cell.stack(), decode_batch=clients, context=row.isl + row.osl / 2)
-    stack = AicStack(
+        return roofline_provider(stack, decode_batch=clients, context=row.isl + row.osl / 2)
+    aic_stack = AicStack.on_layout(
+        stack.parallelism,
         model=cell.model,
         accelerator_slug=cell.accelerator.slug,
         engine_slug=ENGINE,
         engine_version=ENGINE_VERSION,
         precision=row.precision,
-        kv_dtype=cell.kv_dtype(),
-        tp=layout.tp,
-        pp=layout.pp,
-        ep=layout.ep,
-        dp=layout.dp,
+        kv_dtype=stack.kv_dtype,
     )
-    return aiconfigurator_step_time(stack).provider
+    return aiconfigurator_step_time(aic_stack).provider
 
 
 def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
@@ -143,15 +139,6 @@ def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
     provider = _provider(cell, method, clients)
     if provider is None:
         return CapacityPrediction(method, None, "AIConfigurator has no data for the layout")
-    run = steady_run(
-        workload,
-        n=CLIENT_TURNS * clients,
-        seed=SEED,
-        step_time=provider,
-        config=config,
-        slo=None,
-        concurrency=clients,
-    )
-    layout = stack.parallelism
-    per_gpu = run.summary.output_tokens_per_s / (layout.tp * layout.pp)
+    run = capacity_run(workload, seed=SEED, step_time=provider, config=config, clients=clients)
+    per_gpu = run.summary.output_tokens_per_s / stack.parallelism.replica_gpus
     return CapacityPrediction(method, per_gpu, "", clients, run.stationarity.stationary)

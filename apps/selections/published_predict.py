@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from stackselect_domain.closedloop import (
     SCHEDULE_MIXED,
@@ -43,6 +44,25 @@ SIMULATED_ROUNDS = 3
 BENCHMARK_ROUNDS = 20
 
 
+class StatedLayout(Protocol):
+    """The degrees a published measurement states; None where it states none."""
+
+    tp: int | None
+    pp: int | None
+    ep: int | None
+    dp: int | None
+
+
+def stated_parallelism(row: StatedLayout, model: ModelSpec) -> Parallelism:
+    """The estimator's layout for a published row: expert parallelism only for a model with
+    routed experts, and only where it divides tp x dp as the estimator draws it."""
+    tp, dp = row.tp or 1, row.dp or 1
+    ep = (row.ep or 1) if model.experts_total else 1
+    if (tp * dp) % ep:
+        ep = 1  # the row's experts split otherwise than the roofline can say
+    return Parallelism(tp=tp, pp=row.pp or 1, ep=ep, dp=dp)
+
+
 @dataclass(frozen=True)
 class RowContext:
     """A published row with the catalog rows it names."""
@@ -58,12 +78,7 @@ class RowContext:
         return max(1, -(-(self.row.concurrency or 1) // dp))
 
     def parallelism(self) -> Parallelism:
-        row = self.row
-        tp, dp = row.tp or 1, row.dp or 1
-        ep = (row.ep or 1) if self.model.experts_total else 1
-        if (tp * dp) % ep:
-            ep = 1  # the row's experts split otherwise than the roofline can say
-        return Parallelism(tp=tp, pp=row.pp or 1, ep=ep, dp=dp)
+        return stated_parallelism(self.row, self.model)
 
 
 ProviderFor = Callable[[RowContext], StepTimeProvider | None]
@@ -87,17 +102,13 @@ def roofline_for(context: RowContext, efficiency: Efficiency | None = None) -> S
 
 def _aic_stack(context: RowContext) -> AicStack:
     row = context.row
-    parallelism = context.parallelism()
-    return AicStack(
+    return AicStack.on_layout(
+        context.parallelism(),
         model=context.model,
         accelerator_slug=context.accelerator.slug,
         engine_slug=row.engine_slug or row.backend,
         engine_version=row.backend_version,
         precision=row.precision,
-        tp=parallelism.tp,
-        pp=parallelism.pp,
-        ep=parallelism.ep,
-        dp=parallelism.dp,
     )
 
 

@@ -184,6 +184,31 @@ def saturating_clients(workload: Workload, config: EngineConfig) -> int:
     return max(1, min(config.max_num_seqs, held))
 
 
+def capacity_run(
+    workload: Workload,
+    *,
+    seed: int,
+    step_time: StepTimes,
+    config: EngineConfig,
+    slo: SLO | None = None,
+    n: int = 0,
+    clients: int | None = None,
+) -> SteadyRun:
+    """The replica saturated: a closed loop of `clients` (default: `saturating_clients`), each
+    sending CLIENT_TURNS requests (more when `n` asks for more), so the warm-up wave that starts
+    them together is a small part of the measured run."""
+    clients = clients or saturating_clients(workload, config)
+    return steady_run(
+        workload,
+        n=max(n, CLIENT_TURNS * clients),
+        seed=seed,
+        step_time=step_time,
+        config=config,
+        slo=slo,
+        concurrency=clients,
+    )
+
+
 @dataclass(frozen=True)
 class SteadyRate:
     """The highest stationary rate meeting the SLO (0 when none does), the capacity it was
@@ -233,12 +258,9 @@ def steady_max_rate(
 
 def _search(workload, n, seed, step_time, config, slo, tolerance, guess_rps) -> SteadyRate:
     shared = {"seed": seed, "step_time": step_time, "config": config, "slo": slo}
-    clients = saturating_clients(workload, config)
-    capacity_run = steady_run(
-        workload, n=max(n, CLIENT_TURNS * clients), concurrency=clients, **shared
-    )
-    capacity = capacity_run.summary.throughput_rps
-    in_system_s = capacity_run.summary.e2e_ms.mean / 1e3 if capacity_run.summary.e2e_ms else 0.0
+    saturated = capacity_run(workload, n=n, **shared)
+    capacity = saturated.summary.throughput_rps
+    in_system_s = saturated.summary.e2e_ms.mean / 1e3 if saturated.summary.e2e_ms else 0.0
     low, high, best, probes = 0.0, capacity, None, 0
     rate = guess_rps if guess_rps and 0 < guess_rps < capacity else capacity / 2
     while capacity > 0 and probes < MAX_PROBES:
@@ -253,7 +275,7 @@ def _search(workload, n, seed, step_time, config, slo, tolerance, guess_rps) -> 
         if high - low <= tolerance * high or high < MIN_CAPACITY_SHARE * capacity:
             break
         rate = (low + high) / 2
-    return SteadyRate(low if best else 0.0, capacity, best, capacity_run, probes + 1)
+    return SteadyRate(low if best else 0.0, capacity, best, saturated, probes + 1)
 
 
 # Cached by every input: the same replica, workload and SLO are searched once per process.

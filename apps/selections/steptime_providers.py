@@ -74,19 +74,15 @@ def aiconfigurator_choice(stack: StackInputs) -> AicChoice:
     model = stack.catalog_model
     if model is None or model.pk is None or not stack.accelerator_slug:
         return AicChoice(None, CUSTOM_MODEL_REASON)
-    layout = stack.parallelism
     return aiconfigurator_step_time(
-        AicStack(
+        AicStack.on_layout(
+            stack.parallelism,
             model=model,
             accelerator_slug=stack.accelerator_slug,
             engine_slug=stack.engine,
             engine_version=stack.engine_version,
             precision=stack.precision,
             kv_dtype=stack.kv_dtype,
-            tp=layout.tp,
-            pp=layout.pp,
-            ep=layout.ep,
-            dp=layout.dp,
         )
     )
 

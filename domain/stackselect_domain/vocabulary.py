@@ -20,6 +20,9 @@ ATTENTION_KINDS: tuple[str, ...] = ("mha", "gqa", "mla", "sliding")
 # Where a run's figures came from: the stack's own engine, or the simulated engine (a dry run).
 MODE_MEASURED, MODE_SIMULATED = "measured", "simulated"
 RUN_MODES: tuple[str, ...] = (MODE_MEASURED, MODE_SIMULATED)
+# How a published measurement loaded the engine: a fixed number of clients, or every request
+# queued at once (maximum load).
+SCENARIO_FIXED_CONCURRENCY, SCENARIO_MAX_THROUGHPUT = "fixed_concurrency", "max_throughput"
 # Parallel layout axes: tensor, pipeline, expert and data parallel degrees.
 PARALLELISM_AXES: tuple[str, ...] = ("tp", "pp", "ep", "dp")
 

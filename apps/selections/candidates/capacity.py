@@ -113,7 +113,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
     per_replica = memory.max_concurrent_sequences if isinstance(memory, MemoryEstimate) else 0
     if per_replica > 0:
         replicas = math.ceil(needed / per_replica)
-        gpus = replicas * layout.tp * layout.pp
+        gpus = replicas * layout.replica_gpus
         found.append(f"{replicas} replicas of this layout ({gpus} GPUs) would hold {needed}")
     return found
 

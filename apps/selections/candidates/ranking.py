@@ -268,8 +268,7 @@ class Ranker:
         return engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
 
     def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
-        """A replica spans tp * pp GPUs; dp replicas add rate and GPUs alike."""
-        return round(replica_rps / (stack.layout.tp * stack.layout.pp), 4)
+        return round(replica_rps / stack.layout.replica_gpus, 4)
 
     def curve(self, verdict: Verdict) -> None:
         """Goodput of the whole stack (all dp replicas) at fractions of its max rate."""
@@ -307,8 +306,7 @@ class Ranker:
         if goal.target_rate_rps is None or per_gpu <= 0:
             verdict.estimate.pop("gpus_for_peak", None)
             return
-        layout = verdict.stack.layout
-        replica_gpus = layout.tp * layout.pp
+        replica_gpus = verdict.stack.layout.replica_gpus
         replicas = math.ceil(goal.target_rate_rps * goal.peak_factor / (per_gpu * replica_gpus))
         verdict.estimate["gpus_for_peak"] = replicas * replica_gpus
 
