@@ -48,7 +48,7 @@ from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_sample import read_sample  # noqa: E402
 from apps.selections.aiconfigurator_provider import METHOD_AICONFIGURATOR_NATIVE  # noqa: E402
-from apps.selections.error_bands import write_bands  # noqa: E402
+from apps.selections.error_bands import BandScope, write_bands  # noqa: E402
 from apps.selections.published_calibration import (  # noqa: E402
     Calibration,
     Sample,
@@ -250,7 +250,11 @@ def main() -> int:
     by_group: dict[str, dict[str, Pairs]] = {}
     by_row: dict[str, dict[str, tuple[tuple[float, float], tuple[float, float]]]] = {}
 
-    def record(method: str, predicted, row) -> None:
+    scopes: dict[str, set[tuple[str, str]]] = {}
+
+    def record(method: str, predicted, context) -> None:
+        row = context.row
+        scopes.setdefault(method, set()).add((row.engine_slug, context.accelerator.vendor))
         group = by_group.setdefault(f"{row.model_path} | {row.system} | {row.backend}", {})
         for entry in (results.setdefault(method, {}), group.setdefault(method, {})):
             entry.setdefault("ttft", []).append((predicted.ttft_ms, row.ttft_ms))
@@ -265,17 +269,17 @@ def main() -> int:
     for context in held:
         row = context.row
         if row.key in native:
-            record(METHOD_AICONFIGURATOR_NATIVE, native[row.key], row)
+            record(METHOD_AICONFIGURATOR_NATIVE, native[row.key], context)
         if row.key not in roofline_held:
             continue
         chosen = roofline_held[row.key]
         base = predict_row(chosen.provider, context)
-        record(METHOD_ROOFLINE, base, row)
+        record(METHOD_ROOFLINE, base, context)
         if row.key in aic_held:
             chosen = aic_held[row.key]
             base = predict_row(chosen.provider, context)
-            record(METHOD_AICONFIGURATOR, base, row)
-        record(METHOD_CALIBRATED, calibrations[base.method].predict(chosen, base), row)
+            record(METHOD_AICONFIGURATOR, base, context)
+        record(METHOD_CALIBRATED, calibrations[base.method].predict(chosen, base), context)
     elapsed = time.perf_counter() - started
     print()
     _print_table({m: results[m] for m in SHOWN if m in results}, f"of {len(held)}")
@@ -297,6 +301,7 @@ def main() -> int:
             measured_on=measured_on,
             source="bench/bench_accuracy.py on the held-out rows of AIConfigurator's "
             f"measurement sample ({sample_source})",
+            scopes={method: BandScope.of(scopes[method]) for method in relative},
         )
         write_calibrations(list(calibrations.values()), measured_on=measured_on)
         print("error bands and fitted factors written to apps/selections/data/")

@@ -33,8 +33,9 @@ from apps.catalog import aiconfigurator_wheel  # noqa: E402
 from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_overview import SOURCE_NAME, read_overview  # noqa: E402
-from apps.selections.error_bands import CAPACITY, write_bands  # noqa: E402
+from apps.selections.error_bands import CAPACITY, BandScope, write_bands  # noqa: E402
 from apps.selections.published_capacity import (  # noqa: E402
+    ENGINE,
     CapacityCell,
     CapacityPrediction,
     predict_capacity,
@@ -91,10 +92,14 @@ def main() -> int:
     if not aiconfigurator_wheel.AVAILABLE:
         print(f"  aiconfigurator: not measured ({aiconfigurator_wheel.UNAVAILABLE_REASON})")
     answered_errors: dict[str, list[float]] = {}
+    scopes: dict[str, BandScope] = {}
     for method in methods:
         pairs = answers[method]
         errors = [p.relative_error(c.row.output_tokens_s_per_gpu) for c, p in pairs]
         answered = answered_errors[method] = [e for e in errors if e is not None]
+        scopes[method] = BandScope.of(
+            (ENGINE, c.accelerator.vendor) for c, p in pairs if p.per_gpu_tokens_s is not None
+        )
         steady = [
             p.relative_error(c.row.output_tokens_s_per_gpu)
             for c, p in pairs
@@ -119,6 +124,7 @@ def main() -> int:
             measured_on=measured_on,
             source="bench/bench_capacity.py on the TensorRT-LLM performance overview's "
             "maximum-load cells (output tokens/s per GPU)",
+            scopes=scopes,
         )
         print(f"capacity bands written for {', '.join(methods)} ({measured_on})")
     return 0

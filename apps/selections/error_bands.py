@@ -26,6 +26,31 @@ LOW_PERCENTILE, HIGH_PERCENTILE = 10, 90
 
 
 @dataclass(frozen=True)
+class BandScope:
+    """The engines and accelerator vendors of the rows a band was measured on: a band says
+    nothing measured about a stack outside them."""
+
+    engines: tuple[str, ...]
+    vendors: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, str]]) -> BandScope:
+        """The scope of measured (engine slug, vendor) pairs."""
+        pairs = list(pairs)
+        return cls(tuple(sorted({e for e, _ in pairs})), tuple(sorted({v for _, v in pairs})))
+
+    def covers(self, engine: str | None, vendor: str | None) -> bool | None:
+        """Whether a stack of this engine and vendor is among the measured; None when the
+        stack does not say."""
+        if not engine or not vendor:
+            return None
+        return engine in self.engines and vendor in self.vendors
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"engines": list(self.engines), "vendors": list(self.vendors)}
+
+
+@dataclass(frozen=True)
 class ErrorBand:
     """Relative errors: low and high are fractions (-0.3 means 30% below the measurement)."""
 
@@ -36,6 +61,7 @@ class ErrorBand:
     rows: int
     measured_on: str
     source: str
+    scope: BandScope | None = None
 
 
 def band_of(errors: Sequence[float]) -> tuple[float, float]:
@@ -72,7 +98,14 @@ def error_band(method: str, metric: str) -> ErrorBand | None:
         rows=entry["rows"],
         measured_on=entry["measured_on"],
         source=entry["source"],
+        scope=_scope(entry.get("measured_for")),
     )
+
+
+def _scope(stored: dict[str, list[str]] | None) -> BandScope | None:
+    if not stored:
+        return None  # a band written before scopes were recorded
+    return BandScope(tuple(stored["engines"]), tuple(stored["vendors"]))
 
 
 def write_bands(
@@ -80,10 +113,12 @@ def write_bands(
     *,
     measured_on: str,
     source: str,
+    scopes: dict[str, BandScope] | None = None,
     path: Path = BANDS_FILE,
 ) -> dict[str, Any]:
-    """Store the bands of {method: {metric: relative errors}} with their date and source. The
-    metrics named replace their old bands for every method; other metrics' bands stay."""
+    """Store the bands of {method: {metric: relative errors}} with their date, source and the
+    scope of each method's answered rows ({method: BandScope}). The metrics named replace their
+    old bands for every method; other metrics' bands stay."""
     written = {metric for metrics in errors.values() for metric in metrics}
     bands = {
         method: {metric: entry for metric, entry in metrics.items() if metric not in written}
@@ -101,6 +136,8 @@ def write_bands(
                 "measured_on": measured_on,
                 "source": source,
             }
+            if scopes and method in scopes:
+                bands[method][metric]["measured_for"] = scopes[method].as_dict()
     data = {"bands": {method: metrics for method, metrics in bands.items() if metrics}}
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     _stored.cache_clear()
@@ -114,9 +151,12 @@ ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps", "repl
 _STORED_AS = {**{f"{metric}_ms": metric for metric in METRICS}, "replica_capacity_rps": CAPACITY}
 
 
-def band_record(method: str, metric: str) -> dict[str, Any]:
+def band_record(
+    method: str, metric: str, *, engine: str | None = None, vendor: str | None = None
+) -> dict[str, Any]:
     """An estimate's band for one of its figures: {"band": {"p10", "p90"}, "rows", "measured_on",
-    "source"}, or {"band": None, "reason": why there is none}."""
+    "source", "measured_for": the engines and vendors measured, "covers_stack": whether this
+    stack's `engine` and `vendor` are among them}, or {"band": None, "reason": why none}."""
     stored = _STORED_AS.get(metric)
     band = error_band(method, stored) if stored else None
     if band is None:
@@ -127,8 +167,18 @@ def band_record(method: str, metric: str) -> dict[str, Any]:
         "rows": band.rows,
         "measured_on": band.measured_on,
         "source": band.source,
+        "measured_for": band.scope.as_dict() if band.scope else None,
+        "covers_stack": band.scope.covers(engine, vendor) if band.scope else None,
     }
 
 
-def error_bands(method: str, metrics: Iterable[str] = ESTIMATE_METRICS) -> dict[str, Any]:
-    return {metric: band_record(method, metric) for metric in metrics}
+def error_bands(
+    method: str,
+    metrics: Iterable[str] = ESTIMATE_METRICS,
+    *,
+    engine: str | None = None,
+    vendor: str | None = None,
+) -> dict[str, Any]:
+    """The bands of an estimate's figures, each saying whether it was measured on stacks of
+    this engine and vendor."""
+    return {metric: band_record(method, metric, engine=engine, vendor=vendor) for metric in metrics}

@@ -31,6 +31,8 @@ ROW_TEMPLATES = (
     ROW_TEMPLATE,
     "selections/_stack_label.html",
     "selections/_error_band.html",
+    "selections/_band_scope.html",
+    "selections/_band_outside.html",
     "selections/_published.html",
 )
 TIMEOUT_S = 24 * 3600

@@ -84,7 +84,8 @@ def stateless_estimate(
     """
     spec = ModelSpec.objects.get(slug=model)
     arch = model_arch(spec)
-    accel = accelerator_spec(Accelerator.objects.get(slug=accelerator))
+    hardware = Accelerator.objects.get(slug=accelerator)
+    accel = accelerator_spec(hardware)
     kv_dtype = kv_dtype or default_kv_dtype(spec)
     if dp is not None and dp * tp != gpu_count:
         raise ValueError("dp: tp x dp must equal gpu_count")
@@ -189,7 +190,9 @@ def stateless_estimate(
         answer["stationarity"] = run.stationarity.reason
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
-    answer["error_band"] = error_bands(answer["method"], METRICS)
+    answer["error_band"] = error_bands(
+        answer["method"], METRICS, engine=engine or None, vendor=hardware.vendor
+    )
     return answer
 
 

@@ -275,6 +275,9 @@ def test_the_estimate_answers_an_8x_mi300x_stack_with_the_roofline_and_says_so(
         band = body["error_band"][metric]
         assert band["band"]["p10"] < 0 < band["band"]["p90"], band
         assert band["rows"] > 0 and band["measured_on"] and "held-out" in band["source"]
+        # measured on NVIDIA rows only: said, and no measured bound for an AMD stack
+        assert band["measured_for"]["vendors"] == ["nvidia"], band
+        assert band["covers_stack"] is False
     assert body["error_band"]["e2e_ms"]["band"] is None
     assert "no held-out accuracy" in body["error_band"]["e2e_ms"]["reason"]
     assert body["published"] == [] and body["published_note"]
@@ -297,6 +300,7 @@ def test_the_estimate_answers_an_8x_h200_sglang_stack_from_aiconfigurators_kerne
     for metric in ("ttft", "tpot"):  # the band of AIConfigurator's own held-out errors
         band = sglang["error_band"][f"{metric}_ms"]
         assert band["rows"] == error_band("aiconfigurator", metric).rows
+        assert "sglang" in band["measured_for"]["engines"] and band["covers_stack"] is True
     # An engine AIConfigurator does not model falls back to the roofline, and says why.
     other = lmdeploy.json()
     assert other["method"] == "roofline"

@@ -302,6 +302,34 @@ def test_a_simulated_capacity_shows_its_band_from_published_maximum_load_cells(
         outcome="kept", estimate__replica_capacity_rps__isnull=False
     ).count()
     assert simulated > 0
-    band = f"capacity {capacity.low * 100:+.0f}% to {capacity.high * 100:+.0f}%"
+    band = f"band {capacity.low * 100:+.0f}% to {capacity.high * 100:+.0f}%"
     assert page.count(band) == page.count('data-field="capacity-band"') == min(simulated, 50)
     assert f"{capacity.rows} published maximum-load cells no fit used" in page
+
+
+def test_a_simulated_capacity_is_shown_with_its_band_and_whether_the_band_covers_the_stack(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"]["accelerators"] = ["h100-sxm"]  # TensorRT-LLM among the leaders
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    simulated = list(
+        selection.candidates.filter(
+            outcome="kept", estimate__replica_capacity_rps__isnull=False
+        ).order_by("rank")
+    )
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    covered = {c.stack["engine"] == "tensorrt-llm" for c in simulated}
+    assert covered == {True, False}, "the goal should simulate TensorRT-LLM and other engines"
+    for candidate in simulated:
+        band = candidate.estimate["error_band"]["replica_capacity_rps"]
+        assert band["covers_stack"] is (candidate.stack["engine"] == "tensorrt-llm"), candidate
+    top = simulated[0].estimate["replica_capacity_rps"]
+    assert f"capacity {top:.3f} req/s per replica at saturation" in page
+    outside = sum(
+        not c.estimate["error_band"]["replica_capacity_rps"]["covers_stack"] for c in simulated
+    )
+    assert page.count('data-field="capacity-band-outside"') == outside
+    assert "so no measured bound for it" in page

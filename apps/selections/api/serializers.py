@@ -597,6 +597,19 @@ class ErrorBandSerializer(serializers.Serializer):
     rows = serializers.IntegerField(required=False, help_text="Held-out rows the band comes from.")
     measured_on = serializers.CharField(required=False, help_text="When the band was measured.")
     source = serializers.CharField(required=False, help_text="What it was measured on.")
+    measured_for = serializers.JSONField(
+        allow_null=True,
+        required=False,
+        help_text="{engines, vendors}: the engine slugs and accelerator vendors of the rows the "
+        "band was measured on; null for a band stored before scopes were recorded.",
+    )
+    covers_stack = serializers.BooleanField(
+        allow_null=True,
+        required=False,
+        help_text="Whether this stack's engine and vendor are among those measured; false means "
+        "the band was measured on other stacks and is no measured bound for this one; null when "
+        "the request names no engine or the band records no scope.",
+    )
 
 
 class MetricErrorBandsSerializer(serializers.Serializer):

@@ -220,7 +220,7 @@ class Ranker:
         estimate["comparison"] = NATURE_ANALYTIC
         estimate["goodput_per_gpu_rps"] = per_gpu
         estimate["analytic_goodput_per_gpu_rps"] = per_gpu
-        estimate["error_band"] = error_bands(method["method"])
+        estimate["error_band"] = self._bands(stack, method["method"])
         verdict.estimate = estimate
 
     def simulated(self, verdict: Verdict) -> dict:
@@ -255,7 +255,7 @@ class Ranker:
             "stationary": search.stationary,
             "stationarity": (search.run or search.capacity_run).stationarity.reason,
             "simulated_requests": self.sim_requests,
-            "error_band": error_bands(method["method"]),
+            "error_band": self._bands(stack, method["method"]),
         }
         summary = search.run.summary if search.run is not None else None
         if summary is not None and summary.ttft_ms is not None and summary.tpot_ms is not None:
@@ -266,6 +266,13 @@ class Ranker:
     def _config(self, stack: Stack):
         memory = self._memory(stack)
         return engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
+
+    def _bands(self, stack: Stack, method: str) -> dict:
+        """The method's error bands, each saying whether it was measured on this engine and
+        vendor."""
+        return error_bands(
+            method, engine=stack.release.engine.slug, vendor=stack.accelerator.vendor
+        )
 
     def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
         return round(replica_rps / stack.layout.replica_gpus, 4)
