@@ -31,7 +31,13 @@ ENGINE_SLUG = "tensorrt-llm"
 SCENARIO_MAX_THROUGHPUT = "max_throughput"
 
 # The overview's GPU names -> catalog accelerator slugs (a GPU not here is not representable).
-GPU_ACCELERATORS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"}
+GPU_ACCELERATORS = {
+    "H100": "h100-sxm",
+    "H200": "h200-sxm",
+    "B200": "b200",
+    "GB200": "gb200",
+    "RTX 6000 Pro Blackwell Server Edition": "rtx-pro-6000-server",
+}
 
 # Checkpoint -> catalog model slug. An NVIDIA-quantised checkpoint is the model it was made
 # from; DeepSeek-R1-0528 is DeepSeek-R1's architecture with updated weights.
