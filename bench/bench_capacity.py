@@ -7,7 +7,8 @@ app's capacity method (a saturating closed loop checked for stationarity, as the
 sizes GPUs) on the roofline's and on AIConfigurator's step times
 (apps/selections/published_capacity.py names every setting it assumes), and prints, measured in
 this run, each method's median absolute percentage error, signed median and share within 25%:
-over every cell it answers, over the cells whose run was stationary, and per model.
+over every cell it answers, over the cells whose run was stationary, per model, per GPU and per
+model on each GPU.
 No factor is fitted on these cells, so every one of them is held out.
 The catalog comes from fixtures/catalog (no database); AIConfigurator needs its wheel.
 `--write-bands` stores each method's 10th-90th percentile relative errors over every cell it
@@ -56,14 +57,26 @@ def _cells() -> tuple[list[CapacityCell], int]:
 
 def _line(label: str, errors: list[float], total: int) -> str:
     if not errors:
-        return f"  {label:<34} answered 0 of {total}"
+        return f"  {label:<42} answered 0 of {total}"
     mdape = statistics.median(abs(error) for error in errors)
     signed = statistics.median(errors)
     within = sum(abs(error) <= WITHIN for error in errors) / len(errors)
     return (
-        f"  {label:<34} answered {len(errors):>3} of {total:<3}  MdAPE {mdape:6.1%}  "
+        f"  {label:<42} answered {len(errors):>3} of {total:<3}  MdAPE {mdape:6.1%}  "
         f"signed median {signed:+7.1%}  within 25% {within:4.0%}"
     )
+
+
+def _model(cell: CapacityCell) -> str:
+    return cell.model.slug
+
+
+def _gpu(cell: CapacityCell) -> str:
+    return f"on {cell.accelerator.slug}"
+
+
+def _model_on_gpu(cell: CapacityCell) -> str:
+    return f"{cell.model.slug} {_gpu(cell)}"
 
 
 def main() -> int:
@@ -108,14 +121,18 @@ def main() -> int:
         print(f"{method} ({seconds[method]:.0f} s)")
         print(_line("every cell", answered, len(cells)))
         print(_line("cells whose run was stationary", steady, len(cells)))
-        by_model: dict[str, list[float]] = defaultdict(list)
         for (cell, prediction), error in zip(pairs, errors, strict=True):
-            if error is not None:
-                by_model[cell.model.slug].append(error)
-            elif prediction.reason:
+            if error is None and prediction.reason:
                 print(f"  not answered: {cell.row.key}: {prediction.reason}")
-        for slug in sorted(by_model):
-            print(_line(slug, by_model[slug], sum(c.model.slug == slug for c in cells)))
+        # Per model, per GPU, and per model on each GPU: a GPU the method reads badly (a new
+        # family, say) shows on its own instead of hiding in a model's median.
+        for group in (_model, _gpu, _model_on_gpu):
+            grouped: dict[str, list[float]] = defaultdict(list)
+            for (cell, _), error in zip(pairs, errors, strict=True):
+                if error is not None:
+                    grouped[group(cell)].append(error)
+            for label in sorted(grouped):
+                print(_line(label, grouped[label], sum(group(c) == label for c in cells)))
     print(f"total {time.perf_counter() - started:.0f} s")
     if args.write_bands:
         measured_on = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -32,7 +32,13 @@ SOURCE_AS_OF = date(2026, 12, 4)  # the day we read the file at the commit above
 ENGINE_SLUG = "tensorrt-llm"
 
 # The overview's GPU names -> catalog accelerator slugs (a GPU not here is not representable).
-GPU_ACCELERATORS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"}
+GPU_ACCELERATORS = {
+    "H100": "h100-sxm",
+    "H200": "h200-sxm",
+    "B200": "b200",
+    "GB200": "gb200",
+    "RTX 6000 Pro Blackwell Server Edition": "rtx-pro-6000-server",
+}
 
 # Checkpoint -> catalog model slug. An NVIDIA-quantised checkpoint is the model it was made
 # from; DeepSeek-R1-0528 is DeepSeek-R1's architecture with updated weights.

@@ -43,6 +43,7 @@ SYSTEM_ACCELERATORS = {
     "gb300": "gb300",
     "l40s": "l40s",
     "l4": "l4",
+    "rtx_pro_6000_server": "rtx-pro-6000-server",
 }
 
 # Hugging Face path in the sample -> catalog model slug.

@@ -73,7 +73,8 @@ _QUANT_MODES = {
     "int4_awq": ("int4_wo", "int4_wo"),
     "int4_gptq": ("int4_wo", "int4_wo"),
 }
-FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300"}
+# Systems whose shipped tables measure NVFP4 GEMMs (the RTX PRO 6000's TensorRT-LLM tables do).
+FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300", "rtx_pro_6000_server"}
 
 # AIConfigurator's own TTFT/TPOT (its run_agg), told apart from its step times in our loop.
 METHOD_AICONFIGURATOR_NATIVE = "aiconfigurator-native"

@@ -36,7 +36,9 @@ ENGINE_VERSION = "1.2.1"
 # a share of the memory left free after the weights, as TensorRT-LLM's KvCacheConfig counts it.
 KV_FRACTION = 0.95
 # The overview's stated kv_cache_config for these models (gpt-oss: fp8 on Blackwell, "auto" on
-# Hopper; DeepSeek-R1: fp8); the others keep the checkpoint's own.
+# Hopper; DeepSeek-R1: fp8); the others keep the checkpoint's own. RTX PRO 6000
+# (`blackwell-rtx`) has no entry: the overview states no kv_cache_config for it, and its cells
+# are Llama-3.3-70B and Qwen3 only, so they keep the checkpoint's own.
 FP8_KV_FAMILIES = {
     "deepseek-r1": ("hopper", "blackwell"),
     "gpt-oss-120b": ("blackwell",),

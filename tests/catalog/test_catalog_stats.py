@@ -18,7 +18,7 @@ def test_catalog_stats_prints_counts_by_kind_and_full_source_coverage(catalog):
     output = _stats()
     assert "engines: 13" in output
     assert "Engines by kind: engine 7, kv_runtime 2, orchestrator 4" in output
-    assert "cells with evidence URL and as_of: 285 of 285 (100.0%)" in output
+    assert "cells with evidence URL and as_of: 291 of 291 (100.0%)" in output
     assert "accelerator figures:" in output
     sources = output.split("Sources (")[1].split("Coverage of")[0]
     assert sources.count("(100.0%)") == 4
@@ -44,4 +44,4 @@ def test_catalog_stats_counts_a_figure_without_a_source_as_unsourced(catalog):
     sourced_total = sum(len(a.sources) for a in Accelerator.objects.all())
     output = _stats()
     assert f"accelerator figures: {sourced_total} of {sourced_total + 1}" in output
-    assert "cells with evidence URL and as_of: 285 of 285 (100.0%)" in output
+    assert "cells with evidence URL and as_of: 291 of 291 (100.0%)" in output

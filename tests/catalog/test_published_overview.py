@@ -47,13 +47,13 @@ def _overview_rows():
     return PublishedMeasurement.objects.filter(source_name=published_overview.SOURCE_NAME)
 
 
-def test_the_shipped_table_reads_whole_and_names_what_the_catalog_cannot_hold() -> None:
+def test_the_shipped_table_reads_whole_and_the_catalog_holds_every_cell() -> None:
     rows = read_overview()
 
     assert len(rows) == 150
     assert len({row.key for row in rows}) == 150
     kept = [row for row in rows if row.representable]
-    assert len(kept) == 123
+    assert len(kept) == 150
     assert {row.model_slug for row in kept} == {
         "deepseek-r1",
         "gpt-oss-120b",
@@ -63,9 +63,27 @@ def test_the_shipped_table_reads_whole_and_names_what_the_catalog_cannot_hold() 
         "qwen3-235b-a22b",
         "qwen3-30b-a3b",
     }
-    reasons = {row.unrepresentable_reason for row in rows if not row.representable}
-    assert reasons == {"GPU RTX 6000 Pro Blackwell Server Edition is not in the catalog"}
+    assert {row.accelerator_slug for row in kept} == {
+        "h100-sxm",
+        "h200-sxm",
+        "b200",
+        "gb200",
+        "rtx-pro-6000-server",
+    }
     assert all(row.ttft_ms is None and row.tpot_ms is None for row in rows)
+
+
+def test_the_rtx_pro_6000_cells_are_the_server_edition_with_their_published_layouts() -> None:
+    rtx = [row for row in read_overview() if row.accelerator_slug == "rtx-pro-6000-server"]
+
+    assert len(rtx) == 27
+    assert {row.system for row in rtx} == {"RTX 6000 Pro Blackwell Server Edition"}
+    assert {row.model_slug for row in rtx} == {"llama-3.3-70b", "qwen3-235b-a22b", "qwen3-30b-a3b"}
+    assert {row.precision for row in rtx} == {"fp4"}
+    # "DEP2,PP2": two attention-DP ranks with the experts over them, in two pipeline stages
+    layouts = {(row.layout_label, row.tp, row.pp, row.ep, row.dp) for row in rtx}
+    assert ("DEP2,PP2", 1, 2, 2, 2) in layouts
+    assert ("TP1,PP1", 1, 1, None, None) in layouts
 
 
 def test_a_cell_keeps_its_layout_precision_and_figure_as_published() -> None:
@@ -114,7 +132,7 @@ def test_a_file_without_a_column_or_with_a_cell_twice_is_refused() -> None:
 
 
 @pytest.mark.django_db
-def test_the_command_imports_the_representable_cells_once_and_says_what_it_left_out(
+def test_the_command_imports_every_cell_once_and_leaves_none_out(
     monkeypatch,
 ) -> None:
     # Only the overview: the sample's own import is covered in test_published.py.
@@ -126,10 +144,11 @@ def test_the_command_imports_the_representable_cells_once_and_says_what_it_left_
     call_command("published_import", if_available=True, stdout=out)
 
     said = out.getvalue()
-    assert f"{published_overview.SOURCE_NAME}: 123 created, 0 updated, 0 unchanged." in said
-    assert f"{published_overview.SOURCE_NAME}: already up to date (123 rows)." in said
-    assert "27 cell(s) not imported: GPU RTX 6000 Pro Blackwell Server Edition is not in" in said
-    assert _overview_rows().count() == 123
+    assert f"{published_overview.SOURCE_NAME}: 150 created, 0 updated, 0 unchanged." in said
+    assert f"{published_overview.SOURCE_NAME}: already up to date (150 rows)." in said
+    assert "cell(s) not imported" not in said
+    assert _overview_rows().count() == 150
+    assert _overview_rows().filter(accelerator__slug="rtx-pro-6000-server").count() == 27
     assert AuditEvent.objects.filter(action="published.import").count() == 1
     row = _overview_rows().get(
         checkpoint="nvidia/Llama-3.3-70B-Instruct-FP8", system="H200", isl=1000, osl=1000
@@ -143,7 +162,7 @@ def test_the_command_imports_the_representable_cells_once_and_says_what_it_left_
     )
     stats = StringIO()
     call_command("catalog_stats", stdout=stats)
-    assert "TensorRT-LLM overview cells representable: 123 of 150" in stats.getvalue()
+    assert "TensorRT-LLM overview cells representable: 150 of 150" in stats.getvalue()
 
 
 GOAL = replace(OVERVIEW_GOAL, concurrency=32)

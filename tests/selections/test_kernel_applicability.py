@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 # Domain facts the test checks independently of the catalog rows the filter reads.
 MLA_ONLY = {"flashmla", "cutlass_mla"}
 FP8_ONLY = {"deepgemm"}
-FP4_TENSOR_CORE_FAMILIES = {"blackwell", "cdna4"}
+FP4_TENSOR_CORE_FAMILIES = {"blackwell", "blackwell-rtx", "cdna4"}
 NOT_GGUF_PATHS = {"flash_attention", "flashinfer", "flex_attention", "trtllm_kernels"}
 
 
@@ -104,6 +104,46 @@ def test_an_mla_model_keeps_cutlass_mla_on_blackwell_but_not_on_hopper(catalog):
     blackwell = [v for v in verdicts if v.stack.accelerator.family == "blackwell"]
     assert not any(r.code.startswith("kernel_") for v in blackwell for r in v.reasons)
     assert "blackwell" in on
+
+
+def test_an_mla_model_on_rtx_pro_6000_drops_the_sm100_mla_kernels_and_keeps_triton(catalog):
+    model = ModelSpec.objects.get(slug="deepseek-v3")
+    verdicts = list(_verdicts(model, ["fp4"], max_gpus=8, accelerators=["rtx-pro-6000-server"]))
+    by_backend: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        if verdict.stack.backend is not None:
+            by_backend.setdefault(verdict.stack.backend.slug, []).append(verdict)
+
+    # SM120 is neither Hopper nor SM100, the only targets of FlashMLA and CUTLASS MLA
+    for slug in ("flashmla", "cutlass_mla"):
+        mla = by_backend[slug]
+        assert mla and not any(v.kept for v in mla)
+        assert all("kernel_hardware_mismatch" in {r.code for r in v.reasons} for v in mla)
+    message = next(
+        r.message for r in by_backend["flashmla"][0].reasons if r.code == "kernel_hardware_mismatch"
+    )
+    assert "blackwell-rtx" in message and "source:" in message
+    triton = by_backend["triton"]
+    assert triton and not any(r.code.startswith("kernel_") for v in triton for r in v.reasons)
+    assert any(v.kept for v in triton)
+
+
+def test_tensorrt_llm_keeps_fp4_on_rtx_pro_6000_while_sglang_drops_its_trtllm_kernels(catalog):
+    model = ModelSpec.objects.get(slug="qwen3-30b-a3b")
+    verdicts = list(_verdicts(model, ["fp4"], accelerators=["rtx-pro-6000-server"]))
+    trt = [v for v in verdicts if v.stack.release.engine.slug == "tensorrt-llm"]
+    sglang_trt = [
+        v
+        for v in verdicts
+        if v.stack.release.engine.slug == "sglang"
+        and v.stack.backend
+        and v.stack.backend.slug == "trtllm_kernels"
+    ]
+
+    # NVIDIA's overview measured exactly this: Qwen3-30B-A3B in FP4 on one RTX PRO 6000
+    assert any(v.kept for v in trt)
+    assert sglang_trt and not any(v.kept for v in sglang_trt)
+    assert all("hardware_unsupported" in {r.code for r in v.reasons} for v in sglang_trt)
 
 
 def test_deepgemm_is_dropped_for_bf16_and_kept_only_for_fp8(catalog):
