@@ -6,7 +6,8 @@ cell with the app's capacity method (apps/selections/steady_state.py): a closed 
 clients as the replica admits, CLIENT_TURNS requests each so the warm-up is a small part, on the
 method's step times; the run is checked for stationarity like any capacity. A replica spans
 tp x pp GPUs (attention-DP ranks are replicas side by side), so the figure per GPU is the
-replica's output tokens/s over tp x pp.
+replica's output tokens/s over tp x pp; a pp-stage replica's tokens/s is pp times that of one
+micro-batch scheduler (steady_state.micro_batch_config).
 
 Where the overview states a setting we use it; where it does not, the assumption is named here.
 """
@@ -25,7 +26,7 @@ from apps.selections.catalog_adapter import accelerator_spec, default_kv_dtype, 
 from apps.selections.estimator import MEMORY_BASIS_FREE, Parallelism, estimate_memory
 from apps.selections.published_predict import stated_parallelism
 from apps.selections.simulator import EngineConfig
-from apps.selections.steady_state import capacity_run, saturating_clients
+from apps.selections.steady_state import capacity_run, micro_batch_config, saturating_clients
 from apps.selections.steptime_providers import StackInputs, roofline_provider
 
 ENGINE = "tensorrt-llm"
@@ -129,18 +130,20 @@ def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
     )
     if not memory.fits:
         return CapacityPrediction(method, None, f"does not fit: {memory.reason}")
-    config = EngineConfig(
+    replica = EngineConfig(
         max_num_batched_tokens=TOKEN_BUDGET,
         max_num_seqs=MAX_SEQS,
         kv_capacity_tokens=memory.kv_capacity_tokens,
         kv_block_size=KV_BLOCK_TOKENS,
         prefix_caching=False,  # random token ids: nothing to reuse
     )
+    stages = stack.parallelism.pp  # the run is one of the pipeline's micro-batch schedulers
+    config = micro_batch_config(replica, stages)
     workload = Workload(FixedLength(row.isl), FixedLength(row.osl), ClosedLoop(1))
     clients = saturating_clients(workload, config)
     provider = _provider(cell, method, clients)
     if provider is None:
         return CapacityPrediction(method, None, "AIConfigurator has no data for the layout")
     run = capacity_run(workload, seed=SEED, step_time=provider, config=config, clients=clients)
-    per_gpu = run.summary.output_tokens_per_s / stack.parallelism.replica_gpus
+    per_gpu = run.summary.output_tokens_per_s * stages / stack.parallelism.replica_gpus
     return CapacityPrediction(method, per_gpu, "", clients, run.stationarity.stationary)

@@ -17,13 +17,23 @@ Both arrival kinds are served: open loop at a rate (`steady_run(rate_rps=...)`) 
 loop at a fixed concurrency (`steady_run(concurrency=...)`). The capacity is the throughput of
 a closed-loop run with as many clients as the engine admits sequences; the max rate is
 bisected between zero and that capacity.
+
+A replica of pp > 1 pipeline stages keeps pp micro-batches in flight, each stage working on one
+while the others work on the rest (vLLM's `max_concurrent_batches` is the pipeline depth, "PP
+requires PP-size concurrent batches to fill the pipeline", vllm/config/vllm.py; the TensorRT-LLM
+performance overview publishes more output tokens/s per GPU at PP2 than at PP1 on one RTX PRO
+6000 for Llama-3.3-70B, which one batch at a time could not give). The simulator models one
+micro-batch's scheduler (`micro_batch_config`): a 1/pp share of the replica's KV cache and
+sequence limit, each step taking the whole pipeline's latency (the step cost sums the stages).
+The replica serves pp times that scheduler's rate; bubbles between micro-batches are not
+modelled.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -174,6 +184,21 @@ def steady_run(
         batch_tokens=round(result.summary.mean_batch_tokens * result.summary.steps),
     )
     return SteadyRun(rate_rps, concurrency, n, summary, stationarity(result.rows))
+
+
+def micro_batch_config(config: EngineConfig, stages: int) -> EngineConfig:
+    """The scheduler of one of a `stages`-deep pipeline's micro-batches: the replica's KV cache
+    and sequence limit shared among the micro-batches in flight (the replica itself when
+    stages is 1)."""
+    if stages < 1:
+        raise ValueError(f"stages: must be at least 1, got {stages}")
+    if stages == 1:
+        return config
+    return replace(
+        config,
+        kv_capacity_tokens=config.kv_capacity_tokens // stages,
+        max_num_seqs=max(1, config.max_num_seqs // stages),
+    )
 
 
 def saturating_clients(workload: Workload, config: EngineConfig) -> int:

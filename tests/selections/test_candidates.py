@@ -225,3 +225,20 @@ def test_kept_stacks_say_how_many_gpus_the_peak_rate_needs(catalog, alice, acme,
     leader = _kept(selection)[0]
     per_gpu = leader.estimate["goodput_per_gpu_rps"]
     assert leader.estimate["gpus_for_peak"] == math.ceil(80 / per_gpu)
+
+
+def test_a_two_stage_pipeline_is_not_ranked_as_if_one_stage_waited_on_the_other(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=2)
+    selection = _compute(alice, acme, goal_payload)
+
+    one = _kept(selection, engine="vllm", tp=1, pp=1, dp=1)
+    two = _kept(selection, engine="vllm", tp=1, pp=2)
+    assert one and two
+    one_gpu = one[0].estimate["analytic_goodput_per_gpu_rps"]
+    two_stages = two[0].estimate["analytic_goodput_per_gpu_rps"]
+    # Two micro-batches in flight keep both GPUs busy: per GPU about what one GPU does, where
+    # one batch passing through both stages would leave each GPU idle half the time (about 0.5).
+    assert 0.8 < two_stages / one_gpu < 1.6
+    assert two[0].estimate["latency"]["concurrency"] % 2 == 0  # both micro-batches counted

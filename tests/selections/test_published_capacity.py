@@ -55,6 +55,23 @@ def test_attention_data_parallel_ranks_are_replicas_so_more_ranks_do_not_add_per
     assert 0.4 * dep4.row.output_tokens_s_per_gpu < per_gpu < 2.5 * dep4.row.output_tokens_s_per_gpu
 
 
+def test_a_two_stage_pipeline_keeps_its_gpus_busy_as_the_overview_measured() -> None:
+    one = _cell(
+        "nvidia/Llama-3.3-70B-Instruct-FP4|RTX 6000 Pro Blackwell Server Edition|TP1,PP1|1000/1000"
+    )
+    two = _cell(
+        "nvidia/Llama-3.3-70B-Instruct-FP4|RTX 6000 Pro Blackwell Server Edition|TP1,PP2|1000/1000"
+    )
+
+    per_gpu_one = predict_capacity(one, METHOD_ROOFLINE).per_gpu_tokens_s
+    per_gpu_two = predict_capacity(two, METHOD_ROOFLINE).per_gpu_tokens_s
+
+    # The overview publishes more tokens/s per GPU at PP2 (1,901) than at PP1 (1,724): two
+    # micro-batches in flight. One batch at a time through both stages would halve it instead.
+    assert two.row.output_tokens_s_per_gpu > one.row.output_tokens_s_per_gpu
+    assert per_gpu_two > per_gpu_one
+
+
 def test_the_kv_cache_is_fp8_where_the_overview_says_so_and_the_checkpoints_own_elsewhere() -> None:
     assert _cell("openai/gpt-oss-120b|B200|DEP2|1000/1000").kv_dtype() == "fp8"
     assert _cell("openai/gpt-oss-120b|H200|TP1|1000/1000").kv_dtype() != "fp8"  # "auto" on Hopper

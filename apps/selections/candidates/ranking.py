@@ -45,7 +45,12 @@ from apps.selections.estimator import (
     estimate_latency,
     largest_meeting,
 )
-from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_max_rate, steady_run
+from apps.selections.steady_state import (
+    MIN_STEADY_REQUESTS,
+    micro_batch_config,
+    steady_max_rate,
+    steady_run,
+)
 from apps.selections.steptime_providers import (
     StackInputs,
     method_note,
@@ -77,11 +82,18 @@ Efficiencies = Mapping[tuple[str, str], Efficiency]
 
 @dataclass(frozen=True)
 class Throughput:
-    """The analytic view of one replica at the largest concurrency meeting the SLO."""
+    """The analytic view of one replica at the largest concurrency meeting the SLO: `batch`
+    sequences in each of its `stages` micro-batches (steady_state.micro_batch_config)."""
 
-    concurrency: int
+    batch: int
     latency: LatencyEstimate | None
     replica_rps: float
+    stages: int = 1
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight in the whole replica."""
+        return self.batch * self.stages
 
 
 def _e2e_ms(latency: LatencyEstimate, osl: int) -> float:
@@ -164,16 +176,18 @@ class Ranker:
         )
 
     def throughput(self, stack: Stack) -> Throughput:
-        """Largest in-flight count whose analytic latencies meet the SLO, and the replica's
-        request rate there by Little's law (concurrency / end-to-end time)."""
+        """Largest micro-batch whose analytic latencies meet the SLO, and the replica's request
+        rate there by Little's law (requests in flight / end-to-end time)."""
         key = self._replica_key(stack)
         if key not in self._throughput:
+            stages = stack.layout.pp
             max_seqs = scheduler_budgets(stack.release).max_num_seqs
-            upper = min(self._memory(stack).max_concurrent_sequences, max_seqs)
+            upper = min(self._memory(stack).max_concurrent_sequences, max_seqs) // stages
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
-            rps = best / (_e2e_ms(latency, self.goal.osl) / 1e3) if latency else 0.0
-            self._throughput[key] = Throughput(best, latency, rps)
+            e2e_s = _e2e_ms(latency, self.goal.osl) / 1e3 if latency else 0.0
+            rps = best * stages / e2e_s if latency else 0.0
+            self._throughput[key] = Throughput(best, latency, rps, stages)
         return self._throughput[key]
 
     def _provider(self, stack: Stack, *, measured_kernels: bool) -> StepTimeProvider:
@@ -182,7 +196,7 @@ class Ranker:
         goal = self.goal
         return step_time_provider(
             self.inputs(stack),
-            decode_batch=max(self.throughput(stack).concurrency, 1),
+            decode_batch=max(self.throughput(stack).batch, 1),
             context=goal.isl + goal.osl / 2,
             efficiency=self.efficiency(stack),
             measured_kernels=measured_kernels,
@@ -236,6 +250,7 @@ class Ranker:
 
     def _search(self, stack: Stack) -> dict:
         goal, provider = self.goal, self._provider(stack, measured_kernels=True)
+        stages = stack.layout.pp  # the search runs one micro-batch's scheduler
         search = steady_max_rate(
             goal.workload,
             n=self.sim_requests,
@@ -244,14 +259,14 @@ class Ranker:
             config=self._config(stack),
             slo=goal.slo,
             tolerance=SEARCH_TOLERANCE,
-            guess_rps=self.throughput(stack).replica_rps or None,
+            guess_rps=self.throughput(stack).replica_rps / stages or None,
         )
         method = method_record(provider, NATURE_SIMULATED, self._note(stack, measured_kernels=True))
         figures = {
             **method,
             "comparison": NATURE_SIMULATED,
-            "replica_max_rate_rps": round(search.rate_rps, 4),
-            "replica_capacity_rps": round(search.capacity_rps, 4),
+            "replica_max_rate_rps": round(search.rate_rps * stages, 4),
+            "replica_capacity_rps": round(search.capacity_rps * stages, 4),
             "stationary": search.stationary,
             "stationarity": (search.run or search.capacity_run).stationarity.reason,
             "simulated_requests": self.sim_requests,
@@ -264,8 +279,10 @@ class Ranker:
         return figures
 
     def _config(self, stack: Stack):
+        """One micro-batch scheduler's budgets (the replica's own when pp is 1)."""
         memory = self._memory(stack)
-        return engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
+        replica = engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
+        return micro_batch_config(replica, stack.layout.pp)
 
     def _bands(self, stack: Stack, method: str) -> dict:
         """The method's error bands, each saying whether it was measured on this engine and
@@ -278,12 +295,13 @@ class Ranker:
         return round(replica_rps / stack.layout.replica_gpus, 4)
 
     def curve(self, verdict: Verdict) -> None:
-        """Goodput of the whole stack (all dp replicas) at fractions of its max rate."""
+        """Goodput of the whole stack (all dp replicas, each of pp micro-batch schedulers) at
+        fractions of its max rate."""
         stack, goal = verdict.stack, self.goal
         replica_rate = verdict.estimate.get("replica_max_rate_rps") or 0.0
         if replica_rate <= 0:
             return
-        dp, points = stack.layout.dp, []
+        dp, stages, points = stack.layout.dp, stack.layout.pp, []
         provider, config = self._provider(stack, measured_kernels=True), self._config(stack)
         for fraction in CURVE_FRACTIONS:
             run = steady_run(
@@ -293,12 +311,12 @@ class Ranker:
                 step_time=provider,
                 config=config,
                 slo=goal.slo,
-                rate_rps=replica_rate * fraction,
+                rate_rps=replica_rate * fraction / stages,
             )
             points.append(
                 {
                     "rate_rps": round(replica_rate * fraction * dp, 4),
-                    "goodput_rps": round((run.summary.goodput_rps or 0.0) * dp, 4),
+                    "goodput_rps": round((run.summary.goodput_rps or 0.0) * dp * stages, 4),
                     "attainment": round(run.summary.attainment or 0.0, 4),
                     "stationary": run.stationarity.stationary,
                 }
