@@ -147,6 +147,10 @@ def write_bands(
 # ---------------------------------------------------------------- as estimates carry them
 
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
+TEAM_FITTED_REASON = (
+    "timed with factors fitted on the team's own runs; no held-out accuracy is measured for "
+    "them, and the plain method's band does not describe them"
+)
 ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps", "replica_capacity_rps")
 _STORED_AS = {**{f"{metric}_ms": metric for metric in METRICS}, "replica_capacity_rps": CAPACITY}
 
@@ -178,7 +182,11 @@ def error_bands(
     *,
     engine: str | None = None,
     vendor: str | None = None,
+    team_fitted: bool = False,
 ) -> dict[str, Any]:
     """The bands of an estimate's figures, each saying whether it was measured on stacks of
-    this engine and vendor."""
+    this engine and vendor; none, with the reason, for figures timed with the team's own
+    fitted factors (their method is still the roofline's, but not its accuracy)."""
+    if team_fitted:
+        return {metric: {"band": None, "reason": TEAM_FITTED_REASON} for metric in metrics}
     return {metric: band_record(method, metric, engine=engine, vendor=vendor) for metric in metrics}

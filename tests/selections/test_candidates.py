@@ -12,7 +12,7 @@ from apps.catalog.models import Capability
 from apps.selections import services
 from apps.selections.candidates.enumeration import layouts
 from apps.selections.choices import CandidateOutcome, SelectionState
-from apps.selections.estimator import ModelArch
+from apps.selections.estimator import Efficiency, ModelArch
 from tests.selections.helpers import create_selection
 
 pytestmark = pytest.mark.django_db
@@ -242,3 +242,23 @@ def test_a_two_stage_pipeline_is_not_ranked_as_if_one_stage_waited_on_the_other(
     # one batch passing through both stages would leave each GPU idle half the time (about 0.5).
     assert 0.8 < two_stages / one_gpu < 1.6
     assert two[0].estimate["latency"]["concurrency"] % 2 == 0  # both micro-batches counted
+
+
+def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofline_measured(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(
+        actor_user=alice, selection=selection, efficiencies={("h100-sxm", "vllm"): Efficiency()}
+    )
+
+    fitted = _kept(selection, engine="vllm")
+    other = _kept(selection, engine="sglang")
+    assert fitted and other
+    for candidate in fitted:
+        bands = candidate.estimate["error_band"]
+        assert {band["band"] for band in bands.values()} == {None}
+        assert "team's own runs" in bands["ttft_ms"]["reason"]
+        assert candidate.estimate["method"] == "roofline"  # the method stays named
+    assert other[0].estimate["error_band"]["ttft_ms"]["band"] is not None

@@ -286,9 +286,12 @@ class Ranker:
 
     def _bands(self, stack: Stack, method: str) -> dict:
         """The method's error bands, each saying whether it was measured on this engine and
-        vendor."""
+        vendor; none where the team's own factors time the stack."""
         return error_bands(
-            method, engine=stack.release.engine.slug, vendor=stack.accelerator.vendor
+            method,
+            engine=stack.release.engine.slug,
+            vendor=stack.accelerator.vendor,
+            team_fitted=self.efficiency(stack) is not None,
         )
 
     def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
