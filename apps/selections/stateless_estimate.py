@@ -39,7 +39,7 @@ from apps.selections.estimator import (
 )
 from apps.selections.published_nearest import estimate_published
 from apps.selections.simulator import EngineConfig
-from apps.selections.steady_state import MIN_STEADY_REQUESTS, steady_run
+from apps.selections.steady_state import MIN_STEADY_REQUESTS, micro_batch_config, steady_run
 from apps.selections.steptime_providers import (
     StackInputs,
     method_note,
@@ -76,8 +76,12 @@ def stateless_estimate(
     backend: str = "",
     ep: int = 1,
     dp: int | None = None,
+    pp: int = 1,
 ) -> dict[str, Any]:
-    """One replica of tp GPUs (dp = gpu_count / tp replicas side by side share nothing).
+    """One replica of tp x pp GPUs (dp = gpu_count / (tp x pp) replicas side by side share
+    nothing). A pp-stage replica keeps pp micro-batches in flight (steady_state.micro_batch_config):
+    the clients, the arrival rate and the sequence limit split among them, each step carries one
+    micro-batch through every stage, and the replica's throughput counts them all.
 
     Figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
     field that makes the layout impossible (tp that does not divide the heads, ...).
@@ -87,9 +91,9 @@ def stateless_estimate(
     hardware = Accelerator.objects.get(slug=accelerator)
     accel = accelerator_spec(hardware)
     kv_dtype = kv_dtype or default_kv_dtype(spec)
-    if dp is not None and dp * tp != gpu_count:
-        raise ValueError("dp: tp x dp must equal gpu_count")
-    layout = Parallelism(tp=tp, ep=ep, dp=gpu_count // tp)
+    if dp is not None and dp * tp * pp != gpu_count:
+        raise ValueError("dp: tp x pp x dp must equal gpu_count")
+    layout = Parallelism(tp=tp, pp=pp, ep=ep, dp=gpu_count // (tp * pp))
     release = _release(engine, engine_version)
     stack = StackInputs(
         model=arch,
@@ -111,7 +115,8 @@ def stateless_estimate(
         memory_basis=rule.basis if rule else MEMORY_BASIS_TOTAL,
     )
     factory = step_time_factory(stack)
-    latency = estimate_latency(**shared, concurrency=concurrency or 1, step_time=factory)
+    batch = -(-(concurrency or 1) // pp)  # one micro-batch's share of the clients
+    latency = estimate_latency(**shared, concurrency=batch, step_time=factory)
     analytic = {
         "ttft_ms": latency.ttft_ms,
         "tpot_ms": latency.tpot_ms,
@@ -119,10 +124,9 @@ def stateless_estimate(
     }
     max_concurrency = None
     if tpot_ms is not None:
-        max_concurrency = max_concurrency_at_tpot(
-            target_tpot_ms=tpot_ms, **shared, step_time=factory
-        )
-    provider = factory(concurrency or 1, isl + osl / 2)
+        per_batch = max_concurrency_at_tpot(target_tpot_ms=tpot_ms, **shared, step_time=factory)
+        max_concurrency = per_batch * pp
+    provider = factory(batch, isl + osl / 2)
     note = method_note(stack)
     analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
     answer: dict[str, Any] = {
@@ -159,8 +163,9 @@ def stateless_estimate(
     }
     wants_simulation = concurrency is not None or rate_rps is not None
     if wants_simulation and memory.fits:
-        _check_simulation_size(osl, concurrency)
-        config = _config(release, memory.kv_capacity_tokens)
+        clients = batch if concurrency is not None else None  # one scheduler's closed loop
+        _check_simulation_size(osl, clients)
+        config = micro_batch_config(_config(release, memory.kv_capacity_tokens), pp)
         workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
         run = steady_run(
             workload,
@@ -169,8 +174,8 @@ def stateless_estimate(
             step_time=provider,
             config=config,
             slo=None,
-            rate_rps=rate_rps,
-            concurrency=concurrency,
+            rate_rps=rate_rps / pp if rate_rps is not None else None,
+            concurrency=clients,
         )
         summary = run.summary
         percentiles = {
@@ -185,7 +190,7 @@ def stateless_estimate(
         )
         answer.update(_method(method_record(provider, NATURE_SIMULATED, note)))
         answer["percentiles"] = percentiles
-        answer["throughput_rps"] = summary.throughput_rps
+        answer["throughput_rps"] = summary.throughput_rps * pp
         answer["stationary"] = run.stationarity.stationary
         answer["stationarity"] = run.stationarity.reason
     elif wants_simulation:

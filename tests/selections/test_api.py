@@ -321,6 +321,44 @@ def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, ali
     assert body["ttft_ms"] == pytest.approx(ttft["mean"])
 
 
+PIPELINE_STACK = {
+    "model": "llama-3.1-8b",
+    "precision": "bf16",
+    "accelerator": "mi300x",
+    "engine": "vllm",
+    "isl": 8192,  # long prompts: reading the KV cache is much of a decode step
+    "osl": 128,
+    "concurrency": 32,
+}
+
+
+def test_a_two_stage_pipeline_estimate_counts_both_micro_batches(catalog, alice_client):
+    one = _post(alice_client, "/api/v1/estimate/", {**PIPELINE_STACK, "gpu_count": 1, "tp": 1})
+    two = _post(
+        alice_client,
+        "/api/v1/estimate/",
+        {**PIPELINE_STACK, "gpu_count": 2, "tp": 1, "pp": 2, "concurrency": 64},
+    )
+
+    one, two = one.json(), two.json()
+    assert two["stationary"] is True, two["stationarity"]
+    # 64 clients in two micro-batches of 32: each step carries 32 sequences through both half
+    # models, about one GPU's step at 32, so twice its throughput. One batch of 64 would read
+    # twice the KV cache per step and gain far less.
+    assert two["analytic"]["tpot_ms"] == pytest.approx(one["analytic"]["tpot_ms"], rel=0.2)
+    assert 1.6 < two["throughput_rps"] / one["throughput_rps"] < 2.4
+    assert two["weights_gb_per_gpu"] == pytest.approx(one["weights_gb_per_gpu"] / 2, rel=0.05)
+
+
+def test_the_estimate_refuses_pipeline_stages_that_do_not_divide_the_gpus(catalog, alice_client):
+    payload = {**PIPELINE_STACK, "gpu_count": 2, "tp": 1, "pp": 4}
+
+    response = _post(alice_client, "/api/v1/estimate/", payload)
+
+    assert response.status_code == 400
+    assert "tp x pp must divide gpu_count" in response.json()["pp"][0]
+
+
 def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alice_client):
     response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "no-such"})
 

@@ -518,7 +518,17 @@ class EstimateInputSerializer(serializers.Serializer):
     tp = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
     ep = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, default=1)
     dp = serializers.IntegerField(
-        min_value=1, max_value=MAX_GPUS, required=False, help_text="Default: gpu_count / tp."
+        min_value=1,
+        max_value=MAX_GPUS,
+        required=False,
+        help_text="Default: gpu_count / (tp x pp).",
+    )
+    pp = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_GPUS,
+        default=1,
+        help_text="Pipeline stages: the replica keeps one micro-batch per stage in flight, and "
+        "the clients and the rate split among them.",
     )
     isl = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
     osl = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
@@ -554,6 +564,8 @@ class EstimateInputSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["gpu_count"] % attrs["tp"]:
             raise serializers.ValidationError({"tp": "tp must divide gpu_count."})
+        if attrs["gpu_count"] % (attrs["tp"] * attrs["pp"]):
+            raise serializers.ValidationError({"pp": "tp x pp must divide gpu_count."})
         if "concurrency" in attrs and "rate_rps" in attrs:
             raise serializers.ValidationError(
                 {"rate_rps": "Give concurrency (closed loop) or rate_rps (open loop), not both."}
