@@ -100,8 +100,10 @@ class CapacityCell:
         )
 
 
-def _provider(cell: CapacityCell, method: str, clients: int) -> StepTimeProvider | None:
-    row, stack = cell.row, cell.stack()
+def _provider(
+    cell: CapacityCell, stack: StackInputs, method: str, clients: int
+) -> StepTimeProvider | None:
+    row = cell.row
     if method == METHOD_ROOFLINE:
         return roofline_provider(stack, decode_batch=clients, context=row.isl + row.osl / 2)
     aic_stack = AicStack.on_layout(
@@ -141,7 +143,7 @@ def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
     config = micro_batch_config(replica, stages)
     workload = Workload(FixedLength(row.isl), FixedLength(row.osl), ClosedLoop(1))
     clients = saturating_clients(workload, config)
-    provider = _provider(cell, method, clients)
+    provider = _provider(cell, stack, method, clients)
     if provider is None:
         return CapacityPrediction(method, None, "AIConfigurator has no data for the layout")
     run = capacity_run(workload, seed=SEED, step_time=provider, config=config, clients=clients)

@@ -185,8 +185,7 @@ class Ranker:
             upper = min(self._memory(stack).max_concurrent_sequences, max_seqs) // stages
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
-            e2e_s = _e2e_ms(latency, self.goal.osl) / 1e3 if latency else 0.0
-            rps = best * stages / e2e_s if latency else 0.0
+            rps = best * stages / (_e2e_ms(latency, self.goal.osl) / 1e3) if latency else 0.0
             self._throughput[key] = Throughput(best, latency, rps, stages)
         return self._throughput[key]
 
