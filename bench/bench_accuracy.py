@@ -183,6 +183,7 @@ def _print_calibration(calibration: Calibration) -> None:
             "ttft": calibration.ttft_form,
             "ttft_keys": calibration.ttft_keys,
             "tpot": calibration.tpot_form,
+            "tpot_source": calibration.tpot_source,
         }[metric]
         listed = ", ".join(
             f"{form} {'-' if score is None else f'{score:.1f}%'}" for form, score in scores.items()

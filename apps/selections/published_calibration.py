@@ -15,13 +15,18 @@ to overall):
   (OVERHEAD_FORMS: a constant, or growing with the model's active parameters or the prompt);
 and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
 of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
-family, per engine with a slope against the per-rank concurrency).
+family, per engine with a slope against the per-rank concurrency). Its `tpot_source` says
+whether a row's TPOT is that corrected base or, where AIConfigurator's own estimate answers the
+row, that estimate's TPOT (TPOT_SOURCES): measured kernels in AIConfigurator's closed-form steady
+state, which averages mixed and decode-only steps where our loop times each step it schedules.
 
 The forms and keys are chosen by leave-group-out cross validation on the fitting rows alone:
 their (model, system, engine) groups are split CV_FOLDS ways by another hash, each fold is
 predicted by factors fitted on the others, and the choice with the smallest pooled median
 absolute error wins (ties keep the simpler one): the overhead form with factors per engine,
-then the TTFT keys for that form, and the TPOT form. The held-out rows play no part in it.
+then the TTFT keys for that form, the TPOT form, and the TPOT source (the native estimate
+has nothing to fit, so its error on every fitting row is out of sample; a row it does not answer
+keeps the chosen form's cross-validated TPOT). The held-out rows play no part in it.
 
 Each fitting row is simulated once per prompt factor of PREFILL_LADDER; the TTFT at a factor
 between two rungs is interpolated (log-log), so fitting, cross validation and the form choice
@@ -44,12 +49,18 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
-from apps.selections.published_predict import BENCHMARK_ROUNDS, RowContext, simulate_row
+from apps.selections.published_predict import (
+    BENCHMARK_ROUNDS,
+    RowContext,
+    aiconfigurator_native_for,
+    simulate_row,
+)
 
 FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
 
@@ -83,6 +94,10 @@ TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "engine_concurrency",
 )
 TPOT_FORMS = (TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE)
+# Where a row's TPOT comes from: the base method's, corrected by the TPOT form, or
+# AIConfigurator's own estimate where it answers the row (else the corrected base).
+TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE = "base", "aiconfigurator_native"
+TPOT_SOURCES = (TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE)
 # Which rows share factors, most specific key first (a key with fewer than MIN_ROWS fitting
 # rows is not fitted, so its rows use the next).
 KEYS_ENGINE, KEYS_ENGINE_FAMILY = "engine", "engine_family"
@@ -138,6 +153,12 @@ class Sample:
     def family(self) -> str:
         return self.context.accelerator.family
 
+    @cached_property
+    def native_tpot_ms(self) -> float | None:
+        """AIConfigurator's own TPOT for the row (None where it does not answer): asked once,
+        and only of the rows a fit or a prediction reads."""
+        return aiconfigurator_native_for(self.context).tpot_ms
+
 
 @dataclass
 class Calibration:
@@ -148,6 +169,7 @@ class Calibration:
     ttft_form: str = "constant"
     ttft_keys: str = KEYS_ENGINE
     tpot_form: str = TPOT_BASE
+    tpot_source: str = TPOT_SOURCE_BASE
     ttft: dict[tuple[str, ...], StepFactors] = field(default_factory=dict)
     tpot: dict[tuple[str, ...], TpotFactors] = field(default_factory=dict)
     cross_validation: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -164,6 +186,7 @@ class Calibration:
             "ttft_form": self.ttft_form,
             "ttft_keys": self.ttft_keys,
             "tpot_form": self.tpot_form,
+            "tpot_source": self.tpot_source,
             "ttft": {"|".join(key): asdict(value) for key, value in sorted(self.ttft.items())},
             "tpot": {"|".join(key): asdict(value) for key, value in sorted(self.tpot.items())},
             "cross_validation": self.cross_validation,
@@ -174,7 +197,8 @@ class Calibration:
     ) -> FixedConcurrencyPrediction:
         """The row's calibrated TTFT and TPOT; `base` is the base method's own prediction of it
         (predict_row), whose TPOT the correction scales (the prompt factor would otherwise drag
-        TPOT along through mixed steps)."""
+        TPOT along through mixed steps), unless the TPOT source is AIConfigurator's own estimate
+        and it answers the row."""
         factors = self.ttft_factors(sample)
         provider = CalibratedStepTime(sample.provider, factors.prefill)
         simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
@@ -183,9 +207,13 @@ class Calibration:
         return replace(
             base,
             ttft_ms=simulated.ttft_ms + overhead,
-            tpot_ms=base.tpot_ms * scale,
+            tpot_ms=self._tpot(sample, base.tpot_ms * scale),
             method=METHOD_CALIBRATED,
         )
+
+    def _tpot(self, sample: Sample, corrected_ms: float) -> float:
+        native = sample.native_tpot_ms if self.tpot_source == TPOT_SOURCE_NATIVE else None
+        return corrected_ms if native is None else native
 
 
 def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
@@ -344,17 +372,36 @@ def _cv_ttft(rows: Sequence[_Fitting], form: str, keys: str) -> float | None:
     return _mdape(pairs)
 
 
-def _cv_tpot(rows: Sequence[_Fitting], form: str) -> float | None:
-    """Pooled TPOT MdAPE (%) of a TPOT form, cross-validated as _cv_ttft."""
-    pairs = []
+def _cv_tpot(rows: Sequence[_Fitting], form: str) -> list[tuple[_Fitting, float]]:
+    """Each row with its TPOT under a TPOT form, every fold predicted by factors fitted on
+    the others as in _cv_ttft."""
+    predicted = []
     for train, test in _folds(rows):
         calibration = Calibration("cv", tpot_form=form, tpot=_tpot_table(train, form))
         for row in test:
             scale = calibration.tpot_factors(row.sample).scale(
                 row.sample.context.per_rank_concurrency
             )
-            pairs.append((row.base_tpot_ms * scale, row.measured[1]))
-    return _mdape(pairs)
+            predicted.append((row, row.base_tpot_ms * scale))
+    return predicted
+
+
+def _tpot_pairs(predicted: Sequence[tuple[_Fitting, float]]) -> list[tuple[float, float]]:
+    return [(tpot, row.measured[1]) for row, tpot in predicted]
+
+
+def _tpot_sources(rows: Sequence[_Fitting], form: str) -> dict[str, float | None]:
+    """Pooled TPOT MdAPE (%) of each TPOT source: the form's cross-validated TPOT, or
+    AIConfigurator's own where it answers (it fits nothing, so each row is out of sample)."""
+    corrected = _cv_tpot(rows, form)
+    native = [
+        (row, tpot if row.sample.native_tpot_ms is None else row.sample.native_tpot_ms)
+        for row, tpot in corrected
+    ]
+    return {
+        TPOT_SOURCE_BASE: _mdape(_tpot_pairs(corrected)),
+        TPOT_SOURCE_NATIVE: _mdape(_tpot_pairs(native)),
+    }
 
 
 def _chosen(scores: dict[str, float | None]) -> str:
@@ -383,16 +430,23 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     ttft = {form: _cv_ttft(rows, form, KEYS_ENGINE) for form in OVERHEAD_FORMS}
     ttft_form = _chosen(ttft)
     ttft_keys = {keys: _cv_ttft(rows, ttft_form, keys) for keys in KEY_FORMS}
-    tpot = {form: _cv_tpot(rows, form) for form in TPOT_FORMS}
+    tpot = {form: _mdape(_tpot_pairs(_cv_tpot(rows, form))) for form in TPOT_FORMS}
     keys, tpot_form = _chosen(ttft_keys), _chosen(tpot)
+    tpot_sources = _tpot_sources(rows, tpot_form)
     return Calibration(
         method=method,
         ttft_form=ttft_form,
         ttft_keys=keys,
         tpot_form=tpot_form,
+        tpot_source=_chosen(tpot_sources),
         ttft=_ttft_table(rows, ttft_form, keys),
         tpot=_tpot_table(rows, tpot_form),
-        cross_validation={"ttft": ttft, "ttft_keys": ttft_keys, "tpot": tpot},
+        cross_validation={
+            "ttft": ttft,
+            "ttft_keys": ttft_keys,
+            "tpot": tpot,
+            "tpot_source": tpot_sources,
+        },
     )
 
 

@@ -12,6 +12,8 @@ from stackselect_domain.steptime import METHOD_CALIBRATED, METHOD_ROOFLINE, Step
 from apps.catalog.loading import fixture_instances
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections.published_calibration import (
+    TPOT_SOURCE_BASE,
+    TPOT_SOURCE_NATIVE,
     CalibratedStepTime,
     Calibration,
     Sample,
@@ -162,3 +164,40 @@ def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys(
     assert per_engine.ttft_factors(sample).prefill == 0.25
     tpot = {("vllm", "hopper"): TpotFactors(log_factor=0.1), (): TpotFactors(log_factor=0.2)}
     assert Calibration(METHOD_ROOFLINE, tpot=tpot).tpot_factors(sample).log_factor == 0.1
+
+
+def _measured_at_native_tpot() -> list[Sample]:
+    """The synthetic rows with each TPOT measured as AIConfigurator's own estimate of it."""
+    samples = []
+    for sample in _synthetic():
+        native = sample.native_tpot_ms
+        assert native is not None  # AIConfigurator answers these Hopper vLLM rows
+        row = replace(sample.context.row, tpot_ms=native)
+        samples.append(Sample(replace(sample.context, row=row), sample.provider))
+    return samples
+
+
+def test_cross_validation_takes_aiconfigurators_own_tpot_only_when_it_predicts_better() -> None:
+    follows_roofline = fit_calibration(METHOD_ROOFLINE, _synthetic())
+    assert follows_roofline.tpot_source == TPOT_SOURCE_BASE
+    follows_native = fit_calibration(METHOD_ROOFLINE, _measured_at_native_tpot())
+    assert follows_native.tpot_source == TPOT_SOURCE_NATIVE
+    scores = follows_native.cross_validation["tpot_source"]
+    assert scores[TPOT_SOURCE_NATIVE] == pytest.approx(0, abs=0.01)
+    assert scores[TPOT_SOURCE_BASE] > 1
+
+
+def test_a_native_tpot_source_falls_back_to_the_corrected_base_where_it_has_no_answer() -> None:
+    calibration = Calibration(
+        METHOD_ROOFLINE,
+        tpot_form="engine",
+        tpot_source=TPOT_SOURCE_NATIVE,
+        tpot={("vllm",): TpotFactors(log_factor=math.log(0.8))},
+    )
+    answered = _samples()[0]  # Llama 8B on one H100
+    unanswered = _sample(0, OTHER, 200.0, 14.0, tp=1)  # 70B in 16 bits does not fit one H100
+    assert answered.native_tpot_ms is not None and unanswered.native_tpot_ms is None
+    for sample, expected in ((answered, answered.native_tpot_ms), (unanswered, None)):
+        base = predict_row(sample.provider, sample.context)
+        predicted = calibration.predict(sample, base)
+        assert predicted.tpot_ms == pytest.approx(expected or 0.8 * base.tpot_ms)
