@@ -21,10 +21,11 @@ import json
 import logging
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 from packaging.version import InvalidVersion, Version
@@ -63,15 +64,20 @@ SHIPPED_CONFIGS = {
     "glm-5": "zai-org/GLM-5",
 }
 
-# Our precision words -> AIConfigurator's GEMM / MoE quantisation modes. None lets it read the
-# checkpoint's own format from the configuration (native FP8 blocks, MXFP4 experts).
-_QUANT_MODES = {
-    "bf16": ("bfloat16", "bfloat16"),
-    "fp16": ("bfloat16", "bfloat16"),
-    "fp8": ("fp8", "fp8"),
-    "fp4": ("nvfp4", "nvfp4"),
-    "int4_awq": ("int4_wo", "int4_wo"),
-    "int4_gptq": ("int4_wo", "int4_wo"),
+T = TypeVar("T")
+Modes = tuple[str | None, str | None]  # AIConfigurator's (GEMM, MoE) quantisation names
+# Our precision words -> AIConfigurator's GEMM / MoE quantisation modes, tried in order until
+# its data answers. None lets it read the checkpoint's own format from the configuration
+# (native FP8 blocks, MXFP4 experts). FP8 is per-tensor scaled first, then block scaled (128 x
+# 128 weight blocks, the scheme of the FP8 checkpoints Qwen and DeepSeek publish): several
+# systems' SGLang tables measure MoE kernels only block scaled.
+_QUANT_MODES: dict[str, tuple[Modes, ...]] = {
+    "bf16": (("bfloat16", "bfloat16"),),
+    "fp16": (("bfloat16", "bfloat16"),),
+    "fp8": (("fp8", "fp8"), ("fp8_block", "fp8_block")),
+    "fp4": (("nvfp4", "nvfp4"),),
+    "int4_awq": (("int4_wo", "int4_wo"),),
+    "int4_gptq": (("int4_wo", "int4_wo"),),
 }
 # Systems whose shipped tables measure NVFP4 GEMMs (the RTX PRO 6000's TensorRT-LLM tables do).
 FP4_SYSTEMS = {"b200_sxm", "b300_sxm", "gb200", "gb300", "rtx_pro_6000_server"}
@@ -99,7 +105,7 @@ class AicStack:
     dp: int = 1
     # AIConfigurator's own (GEMM, MoE) quantisation names where the stack states them, as a
     # published row does; None derives them from `precision`.
-    quant_modes: tuple[str | None, str | None] | None = None
+    quant_modes: Modes | None = None
 
     @classmethod
     def on_layout(cls, layout: Parallelism, **stack: Any) -> AicStack:
@@ -248,12 +254,15 @@ def model_config_dir(model: ModelSpec) -> tuple[Path | None, str]:
     return target, ""
 
 
-def _quant_modes(stack: AicStack, system: str) -> tuple[str | None, str | None] | str:
+def _quant_modes(stack: AicStack, system: str) -> tuple[Modes, ...] | str:
+    """The modes to try for the stack, in order, or why there are none."""
+    if stack.quant_modes:
+        return (stack.quant_modes,)
     precision = stack.precision
     if precision == "fp4" and system not in FP4_SYSTEMS:
         return f"AIConfigurator has no FP4 kernels measured on {system}"
     if precision == "mxfp4" or precision == (stack.model.native_dtype or "") == "fp8":
-        return None, None  # the checkpoint's own format, which its configuration states
+        return ((None, None),)  # the checkpoint's own format, which its configuration states
     modes = _QUANT_MODES.get(precision)
     if modes is None:
         return f"AIConfigurator does not model precision {precision}"
@@ -298,14 +307,14 @@ def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
 @dataclass(frozen=True)
 class _Setup:
     """What both of AIConfigurator's answers for a stack start from: its system, backend and
-    database version, the local model configuration and the quantisation modes."""
+    database version, the local model configuration and the quantisation modes to try."""
 
     system: str
     backend: str
     version: str
     note: str
     model_dir: str
-    modes: tuple[str | None, str | None]
+    mode_choices: tuple[Modes, ...]
 
 
 def _setup(stack: AicStack) -> _Setup | str:
@@ -314,7 +323,7 @@ def _setup(stack: AicStack) -> _Setup | str:
     if reason:
         return reason
     system, backend = SYSTEMS[stack.accelerator_slug], BACKENDS[stack.engine_slug]
-    modes = stack.quant_modes or _quant_modes(stack, system)
+    modes = _quant_modes(stack, system)
     if isinstance(modes, str):
         return modes
     version, note = database_version(system, backend, stack.engine_version)
@@ -331,11 +340,27 @@ def _choose(stack: AicStack) -> AicChoice:
     if isinstance(setup, str):
         return AicChoice(None, setup)
     try:
-        handle = _compiled(setup, stack)
+        handle, modes = _compiled(setup, stack)
     except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
         return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
     label = f"AIConfigurator {setup.system} {setup.backend} {setup.version}"
-    return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, setup.note)
+    note = _joined(setup.note, _modes_note(setup, modes))
+    return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, note)
+
+
+def _modes_note(setup: _Setup, used: Modes) -> str:
+    """Says so when the stack was answered in other quantisation modes than its first."""
+    wanted = setup.mode_choices[0]
+    if used == wanted:
+        return ""
+    return (
+        f"timed with {'/'.join(map(str, used))} kernels: AIConfigurator has no "
+        f"{'/'.join(map(str, wanted))} data for this stack on {setup.system}"
+    )
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(note for note in notes if note)
 
 
 @dataclass(frozen=True)
@@ -361,7 +386,7 @@ def aiconfigurator_serving_estimate(
     if isinstance(setup, str):
         return AicServingEstimate(None, None, setup)
     try:
-        summary = _run_agg(setup, stack, isl=isl, osl=osl, batch_size=batch_size)
+        summary, modes = _run_agg(setup, stack, isl=isl, osl=osl, batch_size=batch_size)
     except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
         reason = f"AIConfigurator cannot estimate this stack: {_short(error)}"
         return AicServingEstimate(None, None, reason)
@@ -369,29 +394,42 @@ def aiconfigurator_serving_estimate(
         reason = f"AIConfigurator: the model does not fit in {setup.system} memory at this layout"
         return AicServingEstimate(None, None, reason)
     result = summary.get_result_dict()
-    return AicServingEstimate(
-        float(result["ttft"]), float(result["tpot"]), "", setup.version, setup.note
-    )
+    note = _joined(setup.note, _modes_note(setup, modes))
+    return AicServingEstimate(float(result["ttft"]), float(result["tpot"]), "", setup.version, note)
 
 
-def _run_agg(setup: _Setup, stack: AicStack, *, isl: int, osl: int, batch_size: int) -> Any:
+def _run_agg(
+    setup: _Setup, stack: AicStack, *, isl: int, osl: int, batch_size: int
+) -> tuple[Any, Modes]:
     sdk = aiconfigurator_wheel.sdk
     database = sdk("perf_database").get_database(setup.system, setup.backend, setup.version)
     if database is None:
         raise LookupError(f"no {setup.backend} {setup.version} database for {setup.system}")
     runtime = sdk("config").RuntimeConfig(isl=isl, osl=osl, batch_size=batch_size)
-    layout = _layout(stack, setup.modes)
-    error: Exception | None = None
-    for fmha in _FMHA_MODES:
-        config = sdk("config_builders").build_model_config(fmha_quant_mode=fmha, **layout)
-        try:
-            model = sdk("models").get_model(setup.model_dir, config, setup.backend)
-            backend = sdk("backends.factory").get_backend(setup.backend)
-            return backend.run_agg(model, database, runtime, ctx_tokens=isl)
-        except Exception as failure:  # try the next attention mode, then give up
-            error = failure
-    assert error is not None
-    raise error
+
+    def run(arguments: dict[str, Any]) -> Any:
+        config = sdk("config_builders").build_model_config(**arguments)
+        model = sdk("models").get_model(setup.model_dir, config, setup.backend)
+        backend = sdk("backends.factory").get_backend(setup.backend)
+        return backend.run_agg(model, database, runtime, ctx_tokens=isl)
+
+    return _first_answer(setup, stack, run)
+
+
+def _first_answer(
+    setup: _Setup, stack: AicStack, attempt: Callable[[dict[str, Any]], T]
+) -> tuple[T, Modes]:
+    """The first of the stack's quantisation modes, each with each attention mode, that
+    AIConfigurator's data answers, with the modes used; else the first failure is raised,
+    the one about the stack's own modes."""
+    failures: list[Exception] = []
+    for modes in setup.mode_choices:
+        for fmha in _FMHA_MODES:
+            try:
+                return attempt({**_layout(stack, modes), "fmha_quant_mode": fmha}), modes
+            except Exception as failure:  # AIConfigurator raises many kinds for "no data"
+                failures.append(failure)
+    raise failures[0]
 
 
 def _short(error: Exception) -> str:
@@ -404,7 +442,7 @@ _HANDLES: dict[tuple, Any] = {}
 _FMHA_MODES = ("bfloat16", None)
 
 
-def _layout(stack: AicStack, modes: tuple[str | None, str | None]) -> dict[str, Any]:
+def _layout(stack: AicStack, modes: Modes) -> dict[str, Any]:
     """The stack's parallelism and quantisation as AIConfigurator's model-configuration
     arguments, the same for its step times and its own serving estimate."""
     gemm, moe = modes
@@ -422,33 +460,21 @@ def _layout(stack: AicStack, modes: tuple[str | None, str | None]) -> dict[str, 
     }
 
 
-def _compiled(setup: _Setup, stack: AicStack) -> Any:
-    """A compiled engine, trying the attention quantisations the data may hold. Cached per
-    stack; compiling takes about a second the first time a system's database loads and
-    milliseconds after."""
-    layout = _layout(stack, setup.modes)
-    key = (setup.model_dir, setup.system, setup.backend, setup.version, stack.precision)
-    key += tuple(layout.values())
-    if key in _HANDLES:
-        return _HANDLES[key]
-    engine = aiconfigurator_wheel.sdk("engine")
-    error: Exception | None = None
-    for fmha in _FMHA_MODES:
-        try:
-            handle = engine.EngineHandle.compile(
-                setup.model_dir,
-                setup.system,
-                setup.backend,
-                backend_version=setup.version,
-                fmha_quant_mode=fmha,
-                **layout,
-            )
-            handle.decode_step_latency(1, 128, 2)
-            handle.mixed_step_latency(128, 1, 128, 2)
-        except Exception as failure:  # try the next attention mode, then give up
-            error = failure
-            continue
-        _HANDLES[key] = handle
-        return handle
-    assert error is not None
-    raise error
+def _compiled(setup: _Setup, stack: AicStack) -> tuple[Any, Modes]:
+    """A compiled engine and the quantisation modes it was compiled in, trying the modes and
+    attention quantisations the data may hold. Cached per stack; compiling takes about a second
+    the first time a system's database loads and milliseconds after."""
+    key = (setup, stack.precision, stack.tp, stack.pp, stack.ep, stack.dp, stack.kv_dtype)
+    if key not in _HANDLES:
+        _HANDLES[key] = _first_answer(setup, stack, partial(_compile, setup))
+    return _HANDLES[key]
+
+
+def _compile(setup: _Setup, arguments: dict[str, Any]) -> Any:
+    """An engine compiled and probed once: a table it lacks fails here, not mid-simulation."""
+    handle = aiconfigurator_wheel.sdk("engine").EngineHandle.compile(
+        setup.model_dir, setup.system, setup.backend, backend_version=setup.version, **arguments
+    )
+    handle.decode_step_latency(1, 128, 2)
+    handle.mixed_step_latency(128, 1, 128, 2)
+    return handle

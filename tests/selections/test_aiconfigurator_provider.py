@@ -105,7 +105,7 @@ def test_aiconfigurators_own_estimate_of_a_row_is_positive_and_not_our_loop_over
     assert native.tpot_ms != pytest.approx(simulated.tpot_ms, rel=1e-3)
 
 
-def test_its_own_estimate_uses_the_quantisation_the_row_ran_where_our_precision_word_has_no_data():
+def test_fp8_without_per_tensor_moe_data_is_timed_block_scaled_and_says_so() -> None:
     stack = _stack(
         model=MODELS["qwen3.5-397b-a17b"],
         accelerator_slug="b300",
@@ -113,11 +113,20 @@ def test_its_own_estimate_uses_the_quantisation_the_row_ran_where_our_precision_
         engine_version="0.5.10.post1",
         tp=4,
     )
+    said = "timed with fp8_block/fp8_block kernels: AIConfigurator has no fp8/fp8 data"
+    choice = aiconfigurator_step_time(stack)
+    assert choice.provider is not None and said in choice.note
+    assert choice.provider.step_seconds(DECODE_32) > 0
     derived = aiconfigurator_serving_estimate(stack, isl=1024, osl=1024, batch_size=8)
-    assert derived.ttft_ms is None and "MoE data missing" in derived.reason
-    stated = replace(stack, quant_modes=("fp8", "fp8_block"))
-    answered = aiconfigurator_serving_estimate(stated, isl=1024, osl=1024, batch_size=8)
-    assert answered.reason == "" and answered.ttft_ms > 0 and answered.tpot_ms > 0
+    assert derived.ttft_ms > 0 and said in derived.note
+    # modes a stack states are the only ones tried: a published row's own, as it ran
+    stated = replace(stack, quant_modes=("fp8", "fp8"))
+    refused = aiconfigurator_serving_estimate(stated, isl=1024, osl=1024, batch_size=8)
+    assert refused.ttft_ms is None and "MoE data missing" in refused.reason
+    ran = aiconfigurator_serving_estimate(
+        replace(stack, quant_modes=("fp8", "fp8_block")), isl=1024, osl=1024, batch_size=8
+    )
+    assert ran.reason == "" and ran.ttft_ms > 0 and "timed with" not in ran.note
 
 
 @pytest.mark.parametrize(
