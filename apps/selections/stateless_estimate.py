@@ -195,8 +195,9 @@ def stateless_estimate(
         answer["stationarity"] = run.stationarity.reason
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
+    banded = METRICS + (("throughput_rps",) if "throughput_rps" in answer else ())
     answer["error_band"] = error_bands(
-        answer["method"], METRICS, engine=engine or None, vendor=hardware.vendor
+        answer["method"], banded, engine=engine or None, vendor=hardware.vendor
     )
     return answer
 

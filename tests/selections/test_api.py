@@ -280,6 +280,7 @@ def test_the_estimate_answers_an_8x_mi300x_stack_with_the_roofline_and_says_so(
         assert band["covers_stack"] is False
     assert body["error_band"]["e2e_ms"]["band"] is None
     assert "no held-out accuracy" in body["error_band"]["e2e_ms"]["reason"]
+    assert "throughput_rps" not in body and "throughput_rps" not in body["error_band"]
     assert body["published"] == [] and body["published_note"]
 
 
@@ -316,6 +317,9 @@ def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, ali
     assert (body["method"], body["nature"]) == ("roofline", "simulated")
     assert body["stationary"] is True, body["stationarity"]
     assert body["throughput_rps"] == pytest.approx(2, rel=0.15)
+    # a simulated throughput says how sure it is: nothing measured its error yet
+    throughput_band = body["error_band"]["throughput_rps"]
+    assert throughput_band["band"] is None and "no held-out accuracy" in throughput_band["reason"]
     ttft = body["percentiles"]["ttft_ms"]
     assert ttft["p50"] <= ttft["p99"]
     assert body["ttft_ms"] == pytest.approx(ttft["mean"])

@@ -628,6 +628,9 @@ class MetricErrorBandsSerializer(serializers.Serializer):
     ttft_ms = ErrorBandSerializer()
     tpot_ms = ErrorBandSerializer()
     e2e_ms = ErrorBandSerializer()
+    throughput_rps = ErrorBandSerializer(
+        required=False, help_text="Present when `throughput_rps` is: simulated figures only."
+    )
 
 
 class EstimateOutputSerializer(serializers.Serializer):
