@@ -67,14 +67,19 @@ SHIPPED_CONFIGS = {
 T = TypeVar("T")
 Modes = tuple[str | None, str | None]  # AIConfigurator's (GEMM, MoE) quantisation names
 # Our precision words -> AIConfigurator's GEMM / MoE quantisation modes, tried in order until
-# its data answers. None lets it read the checkpoint's own format from the configuration
-# (native FP8 blocks, MXFP4 experts). FP8 is per-tensor scaled first, then block scaled (128 x
-# 128 weight blocks, the scheme of the FP8 checkpoints Qwen and DeepSeek publish): several
-# systems' SGLang tables measure MoE kernels only block scaled.
+# its data answers. FP8 is per-tensor scaled first, as AIConfigurator's own measurement sample
+# records its vLLM and TensorRT-LLM runs; then block-scaled experts (128 x 128 weight blocks, the
+# scheme of the FP8 checkpoints Qwen and DeepSeek publish), as it records SGLang's, whose tables
+# hold some MoE kernels only so; then block-scaled GEMMs too.
+# None, None: AIConfigurator reads the checkpoint's own format from its configuration (MXFP4
+# experts; a native FP8 checkpoint's blocks, tried after the modes above, which its sample's
+# runs of those checkpoints state: on MiniMax-M2.5 with vLLM the configuration's own format timed
+# decode steps about 2x the published TPOT, per-tensor FP8 within a fifth of it).
+CHECKPOINT_FORMAT: Modes = (None, None)
 _QUANT_MODES: dict[str, tuple[Modes, ...]] = {
     "bf16": (("bfloat16", "bfloat16"),),
     "fp16": (("bfloat16", "bfloat16"),),
-    "fp8": (("fp8", "fp8"), ("fp8_block", "fp8_block")),
+    "fp8": (("fp8", "fp8"), ("fp8", "fp8_block"), ("fp8_block", "fp8_block")),
     "fp4": (("nvfp4", "nvfp4"),),
     "int4_awq": (("int4_wo", "int4_wo"),),
     "int4_gptq": (("int4_wo", "int4_wo"),),
@@ -261,11 +266,13 @@ def _quant_modes(stack: AicStack, system: str) -> tuple[Modes, ...] | str:
     precision = stack.precision
     if precision == "fp4" and system not in FP4_SYSTEMS:
         return f"AIConfigurator has no FP4 kernels measured on {system}"
-    if precision == "mxfp4" or precision == (stack.model.native_dtype or "") == "fp8":
-        return ((None, None),)  # the checkpoint's own format, which its configuration states
+    if precision == "mxfp4":
+        return (CHECKPOINT_FORMAT,)
     modes = _QUANT_MODES.get(precision)
     if modes is None:
         return f"AIConfigurator does not model precision {precision}"
+    if precision == (stack.model.native_dtype or "") == "fp8":
+        return (*modes, CHECKPOINT_FORMAT)  # an FP8 checkpoint: its own format, last
     return modes
 
 
@@ -354,8 +361,14 @@ def _modes_note(setup: _Setup, used: Modes) -> str:
     if used == wanted:
         return ""
     return (
-        f"timed with {'/'.join(map(str, used))} kernels: AIConfigurator has no "
-        f"{'/'.join(map(str, wanted))} data for this stack on {setup.system}"
+        f"timed with {_modes_text(used)} kernels: AIConfigurator has no "
+        f"{_modes_text(wanted)} data for this stack on {setup.system}"
+    )
+
+
+def _modes_text(modes: Modes) -> str:
+    return (
+        "the checkpoint's own format" if modes == CHECKPOINT_FORMAT else "/".join(map(str, modes))
     )
 
 

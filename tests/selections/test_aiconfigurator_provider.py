@@ -105,7 +105,7 @@ def test_aiconfigurators_own_estimate_of_a_row_is_positive_and_not_our_loop_over
     assert native.tpot_ms != pytest.approx(simulated.tpot_ms, rel=1e-3)
 
 
-def test_fp8_without_per_tensor_moe_data_is_timed_block_scaled_and_says_so() -> None:
+def test_fp8_without_per_tensor_moe_data_is_timed_with_block_scaled_experts_and_says_so():
     stack = _stack(
         model=MODELS["qwen3.5-397b-a17b"],
         accelerator_slug="b300",
@@ -113,7 +113,7 @@ def test_fp8_without_per_tensor_moe_data_is_timed_block_scaled_and_says_so() -> 
         engine_version="0.5.10.post1",
         tp=4,
     )
-    said = "timed with fp8_block/fp8_block kernels: AIConfigurator has no fp8/fp8 data"
+    said = "timed with fp8/fp8_block kernels: AIConfigurator has no fp8/fp8 data"
     choice = aiconfigurator_step_time(stack)
     assert choice.provider is not None and said in choice.note
     assert choice.provider.step_seconds(DECODE_32) > 0
@@ -127,6 +127,17 @@ def test_fp8_without_per_tensor_moe_data_is_timed_block_scaled_and_says_so() -> 
         replace(stack, quant_modes=("fp8", "fp8_block")), isl=1024, osl=1024, batch_size=8
     )
     assert ran.reason == "" and ran.ttft_ms > 0 and "timed with" not in ran.note
+
+
+def test_an_fp8_checkpoint_is_timed_per_tensor_first_and_in_its_own_format_only_after() -> None:
+    stack = _stack(model=MODELS["minimax-m2.5"], accelerator_slug="b200", tp=2)
+    assert stack.model.native_dtype == "fp8"
+    per_tensor = aiconfigurator_step_time(stack)
+    own_format = aiconfigurator_step_time(replace(stack, quant_modes=(None, None)))
+    assert per_tensor.provider is not None and own_format.provider is not None
+    assert "timed with" not in per_tensor.note
+    # the order matters: the configuration's own format times MiniMax's decode steps slower
+    assert per_tensor.provider.step_seconds(DECODE_32) < own_format.provider.step_seconds(DECODE_32)
 
 
 @pytest.mark.parametrize(
