@@ -74,7 +74,8 @@ Modes = tuple[str | None, str | None]  # AIConfigurator's (GEMM, MoE) quantisati
 # None, None: AIConfigurator reads the checkpoint's own format from its configuration (MXFP4
 # experts; a native FP8 checkpoint's blocks, tried after the modes above, which its sample's
 # runs of those checkpoints state: on MiniMax-M2.5 with vLLM the configuration's own format timed
-# decode steps about 2x the published TPOT, per-tensor FP8 within a fifth of it).
+# decode steps about 2x the published TPOT, per-tensor FP8 within a fifth of it, on its sample's
+# fitting rows, 2026-12-04; docs/predictions.md).
 CHECKPOINT_FORMAT: Modes = (None, None)
 _QUANT_MODES: dict[str, tuple[Modes, ...]] = {
     "bf16": (("bfloat16", "bfloat16"),),
@@ -351,29 +352,28 @@ def _choose(stack: AicStack) -> AicChoice:
     except Exception as error:  # AIConfigurator raises many kinds for "no data for this"
         return AicChoice(None, f"AIConfigurator cannot time this stack: {_short(error)}")
     label = f"AIConfigurator {setup.system} {setup.backend} {setup.version}"
-    note = _joined(setup.note, _modes_note(setup, modes))
-    return AicChoice(AiconfiguratorStepTime(handle, label), "", setup.version, note)
+    return AicChoice(
+        AiconfiguratorStepTime(handle, label), "", setup.version, _answer_note(setup, modes)
+    )
 
 
-def _modes_note(setup: _Setup, used: Modes) -> str:
-    """Says so when the stack was answered in other quantisation modes than its first."""
+def _answer_note(setup: _Setup, used: Modes) -> str:
+    """The version note, and a sentence when the stack was answered in other quantisation
+    modes than its first."""
     wanted = setup.mode_choices[0]
     if used == wanted:
-        return ""
-    return (
+        return setup.note
+    modes = (
         f"timed with {_modes_text(used)} kernels: AIConfigurator has no "
         f"{_modes_text(wanted)} data for this stack on {setup.system}"
     )
+    return f"{setup.note}; {modes}" if setup.note else modes
 
 
 def _modes_text(modes: Modes) -> str:
     return (
         "the checkpoint's own format" if modes == CHECKPOINT_FORMAT else "/".join(map(str, modes))
     )
-
-
-def _joined(*notes: str) -> str:
-    return "; ".join(note for note in notes if note)
 
 
 @dataclass(frozen=True)
@@ -407,8 +407,9 @@ def aiconfigurator_serving_estimate(
         reason = f"AIConfigurator: the model does not fit in {setup.system} memory at this layout"
         return AicServingEstimate(None, None, reason)
     result = summary.get_result_dict()
-    note = _joined(setup.note, _modes_note(setup, modes))
-    return AicServingEstimate(float(result["ttft"]), float(result["tpot"]), "", setup.version, note)
+    return AicServingEstimate(
+        float(result["ttft"]), float(result["tpot"]), "", setup.version, _answer_note(setup, modes)
+    )
 
 
 def _run_agg(

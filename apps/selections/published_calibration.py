@@ -390,10 +390,10 @@ def _tpot_pairs(predicted: Sequence[tuple[_Fitting, float]]) -> list[tuple[float
     return [(tpot, row.measured[1]) for row, tpot in predicted]
 
 
-def _tpot_sources(rows: Sequence[_Fitting], form: str) -> dict[str, float | None]:
-    """Pooled TPOT MdAPE (%) of each TPOT source: the form's cross-validated TPOT, or
-    AIConfigurator's own where it answers (it fits nothing, so each row is out of sample)."""
-    corrected = _cv_tpot(rows, form)
+def _tpot_sources(corrected: Sequence[tuple[_Fitting, float]]) -> dict[str, float | None]:
+    """Pooled TPOT MdAPE (%) of each TPOT source: the chosen form's cross-validated TPOT
+    (`corrected`, from _cv_tpot), or AIConfigurator's own where it answers (it fits nothing, so
+    each row is out of sample)."""
     native = [
         (row, tpot if row.sample.native_tpot_ms is None else row.sample.native_tpot_ms)
         for row, tpot in corrected
@@ -430,9 +430,10 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     ttft = {form: _cv_ttft(rows, form, KEYS_ENGINE) for form in OVERHEAD_FORMS}
     ttft_form = _chosen(ttft)
     ttft_keys = {keys: _cv_ttft(rows, ttft_form, keys) for keys in KEY_FORMS}
-    tpot = {form: _mdape(_tpot_pairs(_cv_tpot(rows, form))) for form in TPOT_FORMS}
+    cv_tpot = {form: _cv_tpot(rows, form) for form in TPOT_FORMS}
+    tpot = {form: _mdape(_tpot_pairs(predicted)) for form, predicted in cv_tpot.items()}
     keys, tpot_form = _chosen(ttft_keys), _chosen(tpot)
-    tpot_sources = _tpot_sources(rows, tpot_form)
+    tpot_sources = _tpot_sources(cv_tpot[tpot_form])
     return Calibration(
         method=method,
         ttft_form=ttft_form,
