@@ -19,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from stackselect_domain.steptime import METHOD_TEAM_FITTED
+
 BANDS_FILE = Path(__file__).parent / "data" / "error_bands.json"
 METRICS = ("ttft", "tpot")
 CAPACITY = "capacity"  # output tokens/s per GPU at maximum load
@@ -149,7 +151,7 @@ def write_bands(
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
 TEAM_FITTED_REASON = (
     "timed with factors fitted on the team's own runs; no held-out accuracy is measured for "
-    "them, and the plain method's band does not describe them"
+    "them, and the plain roofline's band does not describe them"
 )
 ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps", "replica_capacity_rps")
 _STORED_AS = {**{f"{metric}_ms": metric for metric in METRICS}, "replica_capacity_rps": CAPACITY}
@@ -161,6 +163,8 @@ def band_record(
     """An estimate's band for one of its figures: {"band": {"p10", "p90"}, "rows", "measured_on",
     "source", "measured_for": the engines and vendors measured, "covers_stack": whether this
     stack's `engine` and `vendor` are among them}, or {"band": None, "reason": why none}."""
+    if method == METHOD_TEAM_FITTED:
+        return {"band": None, "reason": TEAM_FITTED_REASON}
     stored = _STORED_AS.get(metric)
     band = error_band(method, stored) if stored else None
     if band is None:
@@ -182,11 +186,7 @@ def error_bands(
     *,
     engine: str | None = None,
     vendor: str | None = None,
-    team_fitted: bool = False,
 ) -> dict[str, Any]:
     """The bands of an estimate's figures, each saying whether it was measured on stacks of
-    this engine and vendor; none, with the reason, for figures timed with the team's own
-    fitted factors (their method is still the roofline's, but not its accuracy)."""
-    if team_fitted:
-        return {metric: {"band": None, "reason": TEAM_FITTED_REASON} for metric in metrics}
+    this engine and vendor."""
     return {metric: band_record(method, metric, engine=engine, vendor=vendor) for metric in metrics}

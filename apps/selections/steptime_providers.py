@@ -16,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
+from stackselect_domain.steptime import (
+    METHOD_ROOFLINE,
+    METHOD_TEAM_FITTED,
+    RooflineStepTime,
+    StepTimeProvider,
+)
 
 from apps.catalog.models import ModelSpec
 from apps.selections.aiconfigurator_provider import AicChoice, AicStack, aiconfigurator_step_time
@@ -120,7 +125,8 @@ def roofline_provider(
 ) -> RooflineStepTime:
     """The roofline with the engine's profile (engine_profiles.py): its eager step overhead and
     the saving of its CUDA-graph decode steps. Factors fitted on the team's own runs, when
-    given, replace the default efficiency (the graph saving then stays within their overhead)."""
+    given, replace the default efficiency (the graph saving then stays within their overhead)
+    and name the method METHOD_TEAM_FITTED."""
     profile = engine_profile(stack.engine)
     cost = build_step_cost(
         model=stack.model,
@@ -135,6 +141,7 @@ def roofline_provider(
     saving = min(profile.graph_saving_ms / 1e3, cost.step_overhead_s)
     return RooflineStepTime(
         cost,
+        method=METHOD_ROOFLINE if efficiency is None else METHOD_TEAM_FITTED,
         graph_max_batch=profile.graph_max_batch,
         graph_saving_s=saving,
         engine=profile.engine,

@@ -19,7 +19,10 @@ from stackselect_domain.stepcost import StepCost
 METHOD_ROOFLINE = "roofline"
 METHOD_AICONFIGURATOR = "aiconfigurator"
 METHOD_CALIBRATED = "calibrated"
-METHODS = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR, METHOD_CALIBRATED)
+# The roofline with efficiency factors fitted on the team's own measured runs: a method of its
+# own, because the plain roofline's measured accuracy does not describe it.
+METHOD_TEAM_FITTED = "roofline-team-fitted"
+METHODS = (METHOD_ROOFLINE, METHOD_AICONFIGURATOR, METHOD_CALIBRATED, METHOD_TEAM_FITTED)
 
 # How a figure was computed from a provider's step times: a discrete-event simulation of the
 # engine's scheduler over a request stream, or the closed-form steady state of one typical request.

@@ -260,5 +260,6 @@ def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofl
         bands = candidate.estimate["error_band"]
         assert {band["band"] for band in bands.values()} == {None}
         assert "team's own runs" in bands["ttft_ms"]["reason"]
-        assert candidate.estimate["method"] == "roofline"  # the method stays named
+        assert candidate.estimate["method"] == "roofline-team-fitted"
+        assert candidate.estimate["latency"]["method"] == "roofline-team-fitted"
     assert other[0].estimate["error_band"]["ttft_ms"]["band"] is not None

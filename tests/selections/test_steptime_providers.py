@@ -4,6 +4,7 @@ import pytest
 from stackselect_domain.steptime import (
     METHOD_AICONFIGURATOR,
     METHOD_ROOFLINE,
+    METHOD_TEAM_FITTED,
     RooflineStepTime,
     StepBatch,
 )
@@ -137,7 +138,7 @@ def test_aiconfigurator_answers_where_it_covers_and_the_teams_own_factors_come_f
     assert aic.method == METHOD_AICONFIGURATOR, method_note(covered)
     assert aic.step_seconds(DECODE_8) > 0
     assert "sglang" in method_note(covered)
-    assert team.method == METHOD_ROOFLINE
+    assert team.method == METHOD_TEAM_FITTED
     assert method_note(covered, efficiency=Efficiency()) == TEAM_FACTORS_NOTE
     assert uncovered.method == METHOD_ROOFLINE
     assert "tgi" in method_note(_catalog_stack("tgi"))

@@ -285,12 +285,9 @@ class Ranker:
 
     def _bands(self, stack: Stack, method: str) -> dict:
         """The method's error bands, each saying whether it was measured on this engine and
-        vendor; none where the team's own factors time the stack."""
+        vendor (none for the team-fitted roofline, with the reason)."""
         return error_bands(
-            method,
-            engine=stack.release.engine.slug,
-            vendor=stack.accelerator.vendor,
-            team_fitted=self.efficiency(stack) is not None,
+            method, engine=stack.release.engine.slug, vendor=stack.accelerator.vendor
         )
 
     def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
