@@ -17,8 +17,9 @@ and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^
 of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
 family, per engine with a slope against the per-rank concurrency). Its `tpot_source` says
 whether a row's TPOT is that corrected base or, where AIConfigurator's own estimate answers the
-row, that estimate's TPOT (TPOT_SOURCES): measured kernels in AIConfigurator's closed-form steady
-state, which averages mixed and decode-only steps where our loop times each step it schedules.
+row, that estimate's TPOT or the geometric mean of the two (TPOT_SOURCES): measured kernels in
+AIConfigurator's closed-form steady state, which averages mixed and decode-only steps where our
+loop times each step it schedules.
 
 The forms and keys are chosen by leave-group-out cross validation on the fitting rows alone:
 their (model, system, engine) groups are split CV_FOLDS ways by another hash, each fold is
@@ -72,7 +73,6 @@ PREFILL_LADDER = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
 PREFILL_GRID = tuple(2.0 ** (-k / 4) for k in range(16, -1, -1))
 LOG_CAP = math.log(4)
 MIN_ROWS = 8  # fewer fitting rows for a key: use the next less specific key
-MAX_ROWS_PER_KEY = 100  # fitting rows per engine, spread over the engine's rows in a fixed order
 CV_FOLDS = 4
 TPOT_SLOPES = tuple(k / 40 for k in range(-8, 9))  # -0.2 .. 0.2
 
@@ -94,10 +94,13 @@ TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "engine_concurrency",
 )
 TPOT_FORMS = (TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE)
-# Where a row's TPOT comes from: the base method's, corrected by the TPOT form, or
-# AIConfigurator's own estimate where it answers the row (else the corrected base).
-TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE = "base", "aiconfigurator_native"
-TPOT_SOURCES = (TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE)
+# Where a row's TPOT comes from: the base method's, corrected by the TPOT form; AIConfigurator's
+# own estimate where it answers the row; or the geometric mean of the two there (two estimates
+# from the same kernels whose errors differ: ours times each scheduled step, AIConfigurator's
+# averages a mixed and a decode-only step). Where the native estimate does not answer, each
+# source keeps the corrected base.
+TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE, TPOT_SOURCE_BLEND = "base", "aiconfigurator_native", "blend"
+TPOT_SOURCES = (TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE, TPOT_SOURCE_BLEND)
 # Which rows share factors, most specific key first (a key with fewer than MIN_ROWS fitting
 # rows is not fitted, so its rows use the next).
 KEYS_ENGINE, KEYS_ENGINE_FAMILY = "engine", "engine_family"
@@ -212,8 +215,15 @@ class Calibration:
         )
 
     def _tpot(self, sample: Sample, corrected_ms: float) -> float:
-        native = sample.native_tpot_ms if self.tpot_source == TPOT_SOURCE_NATIVE else None
-        return corrected_ms if native is None else native
+        return _sourced_tpot(self.tpot_source, sample, corrected_ms)
+
+
+def _sourced_tpot(source: str, sample: Sample, corrected_ms: float) -> float:
+    """A row's TPOT under a TPOT source (TPOT_SOURCES), given its corrected base TPOT."""
+    native = None if source == TPOT_SOURCE_BASE else sample.native_tpot_ms
+    if native is None:
+        return corrected_ms
+    return native if source == TPOT_SOURCE_NATIVE else math.sqrt(native * corrected_ms)
 
 
 def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
@@ -307,13 +317,6 @@ def _fit_tpot(rows: Sequence[_Fitting], form: str) -> TpotFactors:
     return best[1]
 
 
-def _spread(samples: list[Sample]) -> list[Sample]:
-    """At most MAX_ROWS_PER_KEY rows, taken evenly from them sorted by source id."""
-    ordered = sorted(samples, key=lambda sample: sample.context.row.key)
-    stride = max(1, len(ordered) // MAX_ROWS_PER_KEY)
-    return ordered[::stride][:MAX_ROWS_PER_KEY]
-
-
 def _keyed(rows: Sequence[_Fitting], keys: Callable[[Sample], Sequence[tuple[str, ...]]]):
     table: dict[tuple[str, ...], list[_Fitting]] = defaultdict(list)
     for row in rows:
@@ -391,16 +394,14 @@ def _tpot_pairs(predicted: Sequence[tuple[_Fitting, float]]) -> list[tuple[float
 
 
 def _tpot_sources(corrected: Sequence[tuple[_Fitting, float]]) -> dict[str, float | None]:
-    """Pooled TPOT MdAPE (%) of each TPOT source: the chosen form's cross-validated TPOT
-    (`corrected`, from _cv_tpot), or AIConfigurator's own where it answers (it fits nothing, so
-    each row is out of sample)."""
-    native = [
-        (row, tpot if row.sample.native_tpot_ms is None else row.sample.native_tpot_ms)
-        for row, tpot in corrected
-    ]
+    """Pooled TPOT MdAPE (%) of each TPOT source over the chosen form's cross-validated TPOT
+    (`corrected`, from _cv_tpot); AIConfigurator's own estimate fits nothing, so each row's is
+    out of sample too."""
     return {
-        TPOT_SOURCE_BASE: _mdape(_tpot_pairs(corrected)),
-        TPOT_SOURCE_NATIVE: _mdape(_tpot_pairs(native)),
+        source: _mdape(
+            [(_sourced_tpot(source, row.sample, tpot), row.measured[1]) for row, tpot in corrected]
+        )
+        for source in TPOT_SOURCES
     }
 
 
@@ -421,11 +422,7 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     fitting = [s for s in samples if not s.context.row.held_out]
     if not fitting:
         raise ValueError("samples: no published row outside the held-out split to fit on")
-    by_engine: dict[str, list[Sample]] = defaultdict(list)
-    for sample in fitting:
-        by_engine[sample.engine].append(sample)
-    chosen = {s.context.row.key: s for members in by_engine.values() for s in _spread(members)}
-    rows = [_fitting(chosen[key]) for key in sorted(chosen)]
+    rows = [_fitting(s) for s in sorted(fitting, key=lambda sample: sample.context.row.key)]
     # the overhead form with factors per engine first, then whether per engine and family
     ttft = {form: _cv_ttft(rows, form, KEYS_ENGINE) for form in OVERHEAD_FORMS}
     ttft_form = _chosen(ttft)

@@ -13,6 +13,7 @@ from apps.catalog.loading import fixture_instances
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections.published_calibration import (
     TPOT_SOURCE_BASE,
+    TPOT_SOURCE_BLEND,
     TPOT_SOURCE_NATIVE,
     CalibratedStepTime,
     Calibration,
@@ -166,13 +167,15 @@ def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys(
     assert Calibration(METHOD_ROOFLINE, tpot=tpot).tpot_factors(sample).log_factor == 0.1
 
 
-def _measured_at_native_tpot() -> list[Sample]:
-    """The synthetic rows with each TPOT measured as AIConfigurator's own estimate of it."""
+def _measured_at_native_tpot(weight: float = 1.0) -> list[Sample]:
+    """The synthetic rows with each TPOT measured as AIConfigurator's own estimate of it (or,
+    with a weight below 1, between it and the row's TPOT: native^w x row^(1-w))."""
     samples = []
     for sample in _synthetic():
         native = sample.native_tpot_ms
         assert native is not None  # AIConfigurator answers these Hopper vLLM rows
-        row = replace(sample.context.row, tpot_ms=native)
+        tpot = native**weight * sample.context.row.tpot_ms ** (1 - weight)
+        row = replace(sample.context.row, tpot_ms=tpot)
         samples.append(Sample(replace(sample.context, row=row), sample.provider))
     return samples
 
@@ -187,7 +190,14 @@ def test_cross_validation_takes_aiconfigurators_own_tpot_only_when_it_predicts_b
     assert scores[TPOT_SOURCE_BASE] > 1
 
 
-def test_a_native_tpot_source_falls_back_to_the_corrected_base_where_it_has_no_answer() -> None:
+def test_cross_validation_takes_the_mean_of_both_tpots_when_rows_lie_between_them() -> None:
+    between = fit_calibration(METHOD_ROOFLINE, _measured_at_native_tpot(weight=0.5))
+    scores = between.cross_validation["tpot_source"]
+    assert between.tpot_source == TPOT_SOURCE_BLEND
+    assert scores[TPOT_SOURCE_BLEND] < min(scores[TPOT_SOURCE_BASE], scores[TPOT_SOURCE_NATIVE])
+
+
+def test_native_and_mean_tpot_sources_fall_back_to_the_corrected_base_where_none_answers() -> None:
     calibration = Calibration(
         METHOD_ROOFLINE,
         tpot_form="engine",
@@ -201,3 +211,11 @@ def test_a_native_tpot_source_falls_back_to_the_corrected_base_where_it_has_no_a
         base = predict_row(sample.provider, sample.context)
         predicted = calibration.predict(sample, base)
         assert predicted.tpot_ms == pytest.approx(expected or 0.8 * base.tpot_ms)
+    blend = replace(calibration, tpot_source=TPOT_SOURCE_BLEND)
+    for sample in (answered, unanswered):
+        corrected = 0.8 * predict_row(sample.provider, sample.context).tpot_ms
+        native = sample.native_tpot_ms
+        expected = corrected if native is None else math.sqrt(native * corrected)
+        assert blend.predict(sample, predict_row(sample.provider, sample.context)).tpot_ms == (
+            pytest.approx(expected)
+        )
