@@ -643,7 +643,8 @@ class EstimateOutputSerializer(serializers.Serializer):
     fits = serializers.BooleanField()
     fit_reason = serializers.CharField()
     method = serializers.CharField(
-        help_text="The step-time provider: roofline, aiconfigurator, ..."
+        help_text="The step-time provider: aiconfigurator where its measured kernels cover the "
+        "stack, else roofline; method_note says why."
     )
     nature = serializers.ChoiceField(
         choices=["simulated", "analytic"],
