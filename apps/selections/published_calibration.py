@@ -200,8 +200,8 @@ class Calibration:
     ) -> FixedConcurrencyPrediction:
         """The row's calibrated TTFT and TPOT; `base` is the base method's own prediction of it
         (predict_row), whose TPOT the correction scales (the prompt factor would otherwise drag
-        TPOT along through mixed steps), unless the TPOT source is AIConfigurator's own estimate
-        and it answers the row."""
+        TPOT along through mixed steps); the TPOT source then says whether that corrected TPOT,
+        AIConfigurator's own or their geometric mean is the row's (_sourced_tpot)."""
         factors = self.ttft_factors(sample)
         provider = CalibratedStepTime(sample.provider, factors.prefill)
         simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
@@ -210,12 +210,9 @@ class Calibration:
         return replace(
             base,
             ttft_ms=simulated.ttft_ms + overhead,
-            tpot_ms=self._tpot(sample, base.tpot_ms * scale),
+            tpot_ms=_sourced_tpot(self.tpot_source, sample, base.tpot_ms * scale),
             method=METHOD_CALIBRATED,
         )
-
-    def _tpot(self, sample: Sample, corrected_ms: float) -> float:
-        return _sourced_tpot(self.tpot_source, sample, corrected_ms)
 
 
 def _sourced_tpot(source: str, sample: Sample, corrected_ms: float) -> float:

@@ -213,9 +213,7 @@ def test_native_and_mean_tpot_sources_fall_back_to_the_corrected_base_where_none
         assert predicted.tpot_ms == pytest.approx(expected or 0.8 * base.tpot_ms)
     blend = replace(calibration, tpot_source=TPOT_SOURCE_BLEND)
     for sample in (answered, unanswered):
-        corrected = 0.8 * predict_row(sample.provider, sample.context).tpot_ms
-        native = sample.native_tpot_ms
+        base = predict_row(sample.provider, sample.context)
+        native, corrected = sample.native_tpot_ms, 0.8 * base.tpot_ms
         expected = corrected if native is None else math.sqrt(native * corrected)
-        assert blend.predict(sample, predict_row(sample.provider, sample.context)).tpot_ms == (
-            pytest.approx(expected)
-        )
+        assert blend.predict(sample, base).tpot_ms == pytest.approx(expected)
