@@ -3,12 +3,12 @@
 Run from the repository root: `python bench/bench_capacity.py`. For every cell of the TensorRT-LLM
 performance overview the catalog can represent (apps/catalog/data/trtllm_perf_overview.csv:
 output tokens/s per GPU under `trtllm-bench throughput`), it predicts the same figure with the
-app's capacity method (a saturating closed loop checked for stationarity, as the candidate list
-sizes GPUs) on the roofline's and on AIConfigurator's step times
-(apps/selections/published_capacity.py names every setting it assumes), and prints, measured in
-this run, each method's median absolute percentage error, signed median and share within 25%:
-over every cell it answers, over the cells whose run was stationary, per model, per GPU and per
-model on each GPU.
+run the overview made (its stated request count, all queued at once, with the batch settings
+trtllm-bench derives; apps/selections/trtllm_bench.py) simulated on the roofline's and on
+AIConfigurator's step times (apps/selections/published_capacity.py names every setting it
+assumes), and prints, measured in this run, each method's median absolute percentage error,
+signed median and share within 25%: over every cell it answers, per model, per GPU, per
+ISL/OSL and per model on each GPU.
 No factor is fitted on these cells, so every one of them is held out.
 The catalog comes from fixtures/catalog (no database); AIConfigurator needs its wheel.
 `--write-bands` stores each method's 10th-90th percentile relative errors over every cell it
@@ -75,6 +75,10 @@ def _gpu(cell: CapacityCell) -> str:
     return f"on {cell.accelerator.slug}"
 
 
+def _lengths(cell: CapacityCell) -> str:
+    return f"ISL/OSL {cell.row.isl}/{cell.row.osl}"
+
+
 def _model_on_gpu(cell: CapacityCell) -> str:
     return f"{cell.model.slug} {_gpu(cell)}"
 
@@ -113,20 +117,15 @@ def main() -> int:
         scopes[method] = BandScope.of(
             (ENGINE, c.accelerator.vendor) for c, p in pairs if p.per_gpu_tokens_s is not None
         )
-        steady = [
-            p.relative_error(c.row.output_tokens_s_per_gpu)
-            for c, p in pairs
-            if p.per_gpu_tokens_s is not None and p.stationary
-        ]
         print(f"{method} ({seconds[method]:.0f} s)")
         print(_line("every cell", answered, len(cells)))
-        print(_line("cells whose run was stationary", steady, len(cells)))
         for (cell, prediction), error in zip(pairs, errors, strict=True):
             if error is None and prediction.reason:
                 print(f"  not answered: {cell.row.key}: {prediction.reason}")
-        # Per model, per GPU, and per model on each GPU: a GPU the method reads badly (a new
-        # family, say) shows on its own instead of hiding in a model's median.
-        for group in (_model, _gpu, _model_on_gpu):
+        # Per model, per GPU, per lengths (the stated run is shorter for long sequences) and per
+        # model on each GPU: a GPU the method reads badly (a new family, say) shows on its own
+        # instead of hiding in a model's median.
+        for group in (_model, _gpu, _lengths, _model_on_gpu):
             grouped: dict[str, list[float]] = defaultdict(list)
             for (cell, _), error in zip(pairs, errors, strict=True):
                 if error is not None:
@@ -140,7 +139,8 @@ def main() -> int:
             {method: {CAPACITY: errors} for method, errors in answered_errors.items()},
             measured_on=measured_on,
             source="bench/bench_capacity.py on the TensorRT-LLM performance overview's "
-            "maximum-load cells (output tokens/s per GPU)",
+            "maximum-load cells (output tokens/s per GPU), each simulated as the overview "
+            "ran it",
             scopes=scopes,
         )
         print(f"capacity bands written for {', '.join(methods)} ({measured_on})")

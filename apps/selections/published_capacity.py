@@ -1,13 +1,17 @@
 """Predicting a maximum-load published cell: output tokens/s per GPU, by a named method.
 
 The TensorRT-LLM performance overview (apps/catalog/published_overview.py) ran `trtllm-bench
-throughput`: every request queued at once, with the benchmark's own batch settings. We predict a
-cell with the app's capacity method (apps/selections/steady_state.py): a closed loop with as many
-clients as the replica admits, CLIENT_TURNS requests each so the warm-up is a small part, on the
-method's step times; the run is checked for stationarity like any capacity. A replica spans
-tp x pp GPUs (attention-DP ranks are replicas side by side), so the figure per GPU is the
-replica's output tokens/s over tp x pp; a pp-stage replica's tokens/s is pp times that of one
-micro-batch scheduler (steady_state.micro_batch_config).
+throughput`: every request queued at once, with the batch settings trtllm-bench derives itself,
+and output tokens counted over the whole run. We predict a cell by simulating that run
+(apps/selections/trtllm_bench.py: the settings and the request count) on the method's step
+times: as many requests in flight as the batch limit and the KV cache admit at ISL + OSL each (no
+request is evicted), the stated requests shared among the replicas. A replica spans tp x pp GPUs
+(attention-DP ranks are replicas side by side), so the figure per GPU is the replica's output
+tokens/s over tp x pp; a pp-stage replica's tokens/s is pp times that of one micro-batch
+scheduler (steady_state.micro_batch_config), which runs 1/pp of the replica's requests.
+
+This compares like with like: the same step times at steady state (the candidate list's
+capacity) would read higher wherever the stated run is only a few batches long.
 
 Where the overview states a setting we use it; where it does not, the assumption is named here.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stackselect_domain.steptime import METHOD_AICONFIGURATOR, METHOD_ROOFLINE, StepTimeProvider
-from stackselect_domain.workload import ClosedLoop, FixedLength, Workload
+from stackselect_domain.workload import ClosedLoop, FixedLength, Workload, generate_requests
 
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.catalog.published_overview import OverviewRow
@@ -25,9 +29,10 @@ from apps.selections.aiconfigurator_provider import AicStack, aiconfigurator_ste
 from apps.selections.catalog_adapter import accelerator_spec, default_kv_dtype, model_arch
 from apps.selections.estimator import MEMORY_BASIS_FREE, Parallelism, estimate_memory
 from apps.selections.published_predict import stated_parallelism
-from apps.selections.simulator import EngineConfig
-from apps.selections.steady_state import capacity_run, micro_batch_config, saturating_clients
+from apps.selections.simulator import EngineConfig, simulate
+from apps.selections.steady_state import micro_batch_config, saturating_clients
 from apps.selections.steptime_providers import StackInputs, roofline_provider
+from apps.selections.trtllm_bench import bench_settings, stated_requests
 
 ENGINE = "tensorrt-llm"
 # The catalog's TensorRT-LLM release: the overview names none, so the step times are asked for
@@ -45,11 +50,6 @@ FP8_KV_FAMILIES = {
     "gpt-oss-120b": ("blackwell",),
     "gpt-oss-20b": ("blackwell",),
 }
-# Our assumptions, not the overview's: trtllm-bench tunes its batch per run and does not print
-# it there. 2048 sequences and an 8,192-token step budget; the KV cache bounds the batch first
-# for most cells.
-MAX_SEQS = 2048
-TOKEN_BUDGET = 8192
 KV_BLOCK_TOKENS = 32
 SEED = 1
 
@@ -62,7 +62,7 @@ class CapacityPrediction:
     per_gpu_tokens_s: float | None
     reason: str = ""
     clients: int = 0
-    stationary: bool = False
+    requests: int = 0
 
     def relative_error(self, published: float) -> float | None:
         if self.per_gpu_tokens_s is None:
@@ -132,20 +132,33 @@ def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
     )
     if not memory.fits:
         return CapacityPrediction(method, None, f"does not fit: {memory.reason}")
+    stages = stack.parallelism.pp  # the run is one of the pipeline's micro-batch schedulers
+    settings = bench_settings(
+        kv_requests=memory.kv_capacity_tokens / (row.isl + row.osl),
+        isl=row.isl,
+        osl=row.osl,
+        pp=stages,
+    )
     replica = EngineConfig(
-        max_num_batched_tokens=TOKEN_BUDGET,
-        max_num_seqs=MAX_SEQS,
+        max_num_batched_tokens=settings.max_num_tokens,
+        max_num_seqs=settings.max_batch_size * stages,
         kv_capacity_tokens=memory.kv_capacity_tokens,
         kv_block_size=KV_BLOCK_TOKENS,
+        # trtllm-bench does not chunk prompts, but its budget always holds one whole prompt
+        # beside the batch; our unchunked mode would refuse any sequence longer than the budget
+        # (vLLM's rule), so prompts past the first in a step are chunked here instead.
+        chunked_prefill=True,
         prefix_caching=False,  # random token ids: nothing to reuse
     )
-    stages = stack.parallelism.pp  # the run is one of the pipeline's micro-batch schedulers
     config = micro_batch_config(replica, stages)
     workload = Workload(FixedLength(row.isl), FixedLength(row.osl), ClosedLoop(1))
-    clients = saturating_clients(workload, config)
+    schedulers = stack.parallelism.dp * stages
+    requests = -(-stated_requests(row.isl, row.osl) // schedulers)
+    clients = min(saturating_clients(workload, config), requests)
     provider = _provider(cell, stack, method, clients)
     if provider is None:
         return CapacityPrediction(method, None, "AIConfigurator has no data for the layout")
-    run = capacity_run(workload, seed=SEED, step_time=provider, config=config, clients=clients)
+    burst = generate_requests(workload, requests, SEED)
+    run = simulate(burst, provider, config, concurrency=clients)
     per_gpu = run.summary.output_tokens_per_s * stages / stack.parallelism.replica_gpus
-    return CapacityPrediction(method, per_gpu, "", clients, run.stationarity.stationary)
+    return CapacityPrediction(method, per_gpu, "", clients, requests)

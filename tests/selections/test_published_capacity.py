@@ -1,20 +1,21 @@
-"""Predicting the TensorRT-LLM overview's maximum-load cells with the app's capacity method:
-per GPU of a replica, the overview's stated KV settings, and a clear answer where there is none."""
+"""Predicting the TensorRT-LLM overview's maximum-load cells by simulating the run it made: per
+GPU of a replica, the stated KV settings and request counts, trtllm-bench's own batch limits, and
+a clear answer where there is none."""
 
 from __future__ import annotations
 
 import pytest
 from stackselect_domain.steptime import METHOD_AICONFIGURATOR, METHOD_ROOFLINE
+from stackselect_domain.workload import ClosedLoop, FixedLength, Workload
 
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.loading import fixture_instances
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.catalog.published_overview import parse_row, read_overview
-from apps.selections.published_capacity import (
-    MAX_SEQS,
-    CapacityCell,
-    predict_capacity,
-)
+from apps.selections.published_capacity import CapacityCell, predict_capacity
+from apps.selections.simulator import EngineConfig
+from apps.selections.steady_state import capacity_run
+from apps.selections.steptime_providers import roofline_provider
 
 MODELS = fixture_instances(ModelSpec, "models")
 ACCELERATORS = fixture_instances(Accelerator, "accelerators")
@@ -39,8 +40,9 @@ def test_a_cell_is_predicted_per_gpu_of_its_replica_near_the_published_figure() 
     # slip would land 2x or 1000x away from the overview's 2,587 tokens/s per GPU.
     published = cell.row.output_tokens_s_per_gpu
     assert 0.5 * published < prediction.per_gpu_tokens_s < 1.5 * published
-    assert prediction.stationary and prediction.reason == ""
-    assert 1 < prediction.clients <= MAX_SEQS
+    assert prediction.reason == ""
+    assert prediction.requests == 3000  # one replica runs every request the overview states
+    assert 1 < prediction.clients < prediction.requests  # the KV cache bounds the batch first
     assert prediction.relative_error(published) == pytest.approx(
         prediction.per_gpu_tokens_s / published - 1
     )
@@ -53,6 +55,38 @@ def test_attention_data_parallel_ranks_are_replicas_so_more_ranks_do_not_add_per
     per_gpu = predict_capacity(dep4, METHOD_ROOFLINE).per_gpu_tokens_s
     # One rank runs on one GPU; the overview's 5,764 is per GPU too, so no factor of 4 appears.
     assert 0.4 * dep4.row.output_tokens_s_per_gpu < per_gpu < 2.5 * dep4.row.output_tokens_s_per_gpu
+
+
+def test_the_stated_requests_are_shared_among_attention_data_parallel_ranks() -> None:
+    dep8 = _cell("deepseek-ai/DeepSeek-R1-0528|H200|DEP8|1024/32768")
+
+    prediction = predict_capacity(dep8, METHOD_ROOFLINE)
+
+    # 1,000 requests over eight ranks: each rank runs 125, so its batch can never pass 125.
+    assert prediction.requests == 125
+    assert prediction.clients <= 125
+
+
+def test_a_run_of_one_batch_reads_below_the_same_step_times_at_steady_state() -> None:
+    cell = _cell("openai/gpt-oss-20b|B200|TP1|1024/1024")
+    burst = predict_capacity(cell, METHOD_ROOFLINE)
+    clients = burst.clients
+    config = EngineConfig(
+        max_num_batched_tokens=8192,
+        max_num_seqs=clients,
+        kv_capacity_tokens=clients * 2048,
+        prefix_caching=False,
+    )
+    workload = Workload(FixedLength(1024), FixedLength(1024), ClosedLoop(clients))
+    provider = roofline_provider(cell.stack(), decode_batch=clients, context=1024 + 512)
+
+    steady = capacity_run(workload, seed=1, step_time=provider, config=config)
+
+    # All 3,000 requests fit in one batch, so the overview's run is a single wave: its prompts
+    # queue for the first hundreds of steps and its last outputs finish alone. A loop that keeps
+    # the batch full makes more tokens/s on the same step times.
+    assert clients == burst.requests == 3000
+    assert burst.per_gpu_tokens_s < 0.95 * steady.summary.output_tokens_per_s
 
 
 def test_a_two_stage_pipeline_keeps_its_gpus_busy_as_the_overview_measured() -> None:
