@@ -12,7 +12,8 @@ to overall):
   steps (HTTP, tokenising, scheduling, streaming the token back); kernel timings and the
   roofline leave it out, and at low concurrency it is most of a short prompt's TTFT. It is
   `ttft_overhead_ms` times the row's overhead scale under the calibration's `ttft_form`
-  (OVERHEAD_FORMS: a constant, or growing with the model's active parameters or the prompt);
+  (OVERHEAD_FORMS: a constant, or growing with the model's active parameters, the prompt or
+  the benchmark's concurrency);
 and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
 of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
 family, per engine with a slope against the per-rank concurrency). Its `tpot_source` says
@@ -77,7 +78,7 @@ CV_FOLDS = 4
 TPOT_SLOPES = tuple(k / 40 for k in range(-8, 9))  # -0.2 .. 0.2
 
 # Overhead scale of a row under each TTFT form: the fitted overhead is in ms at scale 1
-# (10 B active parameters, or a 1,000-token prompt).
+# (10 B active parameters, a 1,000-token prompt, or 10 concurrent clients).
 OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
     "constant": lambda context: 1.0,
     "sqrt_active_params": lambda context: math.sqrt(context.model.params_active_b / 10),
@@ -86,6 +87,9 @@ OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
         context.model.params_active_b / 10 / context.parallelism().gpus
     ),
     "prompt_tokens": lambda context: context.row.isl / 1000,
+    # The server's front end (HTTP, tokenising, streaming) serves its clients' requests one at a
+    # time, so the time a request waits there grows with how many arrive together.
+    "concurrency": lambda context: (context.row.concurrency or 1) / 10,
 }
 TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "base",

@@ -12,6 +12,7 @@ from stackselect_domain.steptime import METHOD_CALIBRATED, METHOD_ROOFLINE, Step
 from apps.catalog.loading import fixture_instances
 from apps.catalog.models import Accelerator, ModelSpec
 from apps.selections.published_calibration import (
+    OVERHEAD_FORMS,
     TPOT_SOURCE_BASE,
     TPOT_SOURCE_BLEND,
     TPOT_SOURCE_NATIVE,
@@ -128,9 +129,11 @@ SYNTHETIC = (("meta-llama/Llama-3.1-8B-Instruct", 1), ("meta-llama/Llama-3.1-70B
 SYNTHETIC += (("openai/gpt-oss-120b", 2),)
 
 
-def _synthetic() -> list[Sample]:
+def _synthetic(overhead_form: str = "active_params") -> list[Sample]:
     """Rows measured exactly as the roofline with prompt steps x0.5 over 3 rounds, plus 40 ms
-    per 10 B active parameters, and TPOT 0.8 x the roofline's."""
+    at the overhead form's scale (per 10 B active parameters by default), and TPOT 0.8 x the
+    roofline's."""
+    scale = OVERHEAD_FORMS[overhead_form]
     samples = []
     for model_path, tp in SYNTHETIC:
         for index in range(8):
@@ -138,7 +141,7 @@ def _synthetic() -> list[Sample]:
             context = sample.context
             steps = CalibratedStepTime(sample.provider, 0.5)
             ttft = simulate_row(steps, context).over_rounds(3).ttft_ms
-            ttft += 40.0 * context.model.params_active_b / 10
+            ttft += 40.0 * scale(context)
             tpot = 0.8 * predict_row(sample.provider, context).tpot_ms
             row = replace(context.row, ttft_ms=ttft, tpot_ms=tpot)
             samples.append(Sample(replace(context, row=row), sample.provider))
@@ -154,6 +157,16 @@ def test_cross_validation_on_the_fitted_groups_picks_the_forms_the_rows_follow()
     assert calibration.tpot_form == "engine"  # the simplest form with no error left
     assert calibration.cross_validation["tpot"]["base"] == pytest.approx(25.0, abs=0.01)
     assert math.exp(calibration.tpot[("vllm",)].log_factor) == pytest.approx(0.8)
+
+
+def test_an_overhead_that_grows_with_the_clients_is_told_apart_from_a_constant_one() -> None:
+    calibration = fit_calibration(METHOD_ROOFLINE, _synthetic("concurrency"))
+
+    # The rows' clients run from 1 to 16: 4 to 64 ms of overhead, which no constant matches.
+    assert calibration.ttft_form == "concurrency"
+    assert calibration.cross_validation["ttft"]["concurrency"] == pytest.approx(0, abs=0.01)
+    assert calibration.cross_validation["ttft"]["constant"] > 1
+    assert calibration.ttft[("vllm",)].ttft_overhead_ms == 40.0
 
 
 def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys() -> None:
