@@ -50,7 +50,7 @@ FP8_KV_FAMILIES = {
     "gpt-oss-120b": ("blackwell",),
     "gpt-oss-20b": ("blackwell",),
 }
-KV_BLOCK_TOKENS = 32
+KV_BLOCK_TOKENS = 32  # TensorRT-LLM's KvCacheConfig.tokens_per_block default (catalog source)
 SEED = 1
 
 
