@@ -91,7 +91,7 @@ def simulated_engine(
         decode_batch=TYPICAL_DECODE_BATCH,
         context=max(mean_context, 1.0),
     )
-    budgets = scheduler_budgets(release)
+    budgets = scheduler_budgets(release, accelerator)
     return {
         "adapter": SIMULATED_ADAPTER,
         "model": served_model_name,

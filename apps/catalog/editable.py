@@ -20,6 +20,7 @@ RELEASE_FIELDS = (
     "as_of",
     "max_num_batched_tokens",
     "max_num_seqs",
+    "budget_tiers",
     "kv_block_size",
     "chunked_prefill_default",
     "prefix_cache_kind",

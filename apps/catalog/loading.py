@@ -150,6 +150,7 @@ def _release_values(engine: Engine, entry: Mapping[str, Any]) -> dict[str, Any]:
         "serves_as_of": entry.get("serves_as_of"),
         "max_num_batched_tokens": defaults.get("max_num_batched_tokens"),
         "max_num_seqs": defaults.get("max_num_seqs"),
+        "budget_tiers": defaults.get("budget_tiers") or [],
         "kv_block_size": defaults.get("kv_block_size"),
         "chunked_prefill_default": defaults.get("chunked_prefill_default"),
         "prefix_cache_kind": defaults.get("prefix_cache_kind"),

@@ -25,7 +25,7 @@ from apps.catalog.choices import (
     PublishedScenario,
     Vendor,
 )
-from apps.catalog.shapes import WordList, figure_sources
+from apps.catalog.shapes import WordList, budget_tier_list, figure_sources
 
 
 def positive(value: float) -> None:
@@ -72,6 +72,15 @@ class EngineRelease(models.Model):
     )
     max_num_seqs = models.PositiveIntegerField(null=True, blank=True, validators=AT_LEAST_ONE)
     kv_block_size = models.PositiveIntegerField(null=True, blank=True, validators=AT_LEAST_ONE)
+    budget_tiers = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[budget_tier_list],
+        help_text="Budgets the engine resolves from the GPU it starts on, first match winning: "
+        '[{"memory_gb_below": 60, "max_num_batched_tokens": 4096}] or '
+        '[{"accelerators": ["a100-sxm-80gb"], "max_num_seqs": 256}]; a GPU no tier matches '
+        "gets the budgets above. Sourced with the defaults.",
+    )
     chunked_prefill_default = models.BooleanField(null=True, blank=True)
     prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
     prefix_cache_default_on = models.BooleanField(

@@ -61,6 +61,7 @@ ENTITY_NAMES: dict[type[models.Model], str] = {
 RELEASE_DEFAULT_FIELDS = (
     "max_num_batched_tokens",
     "max_num_seqs",
+    "budget_tiers",
     "kv_block_size",
     "chunked_prefill_default",
     "prefix_cache_kind",

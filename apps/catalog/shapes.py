@@ -44,3 +44,39 @@ def figure_sources(value: Any) -> None:
         extra = sorted(set(entry) - set(SOURCE_KEYS))
         if extra:
             raise ValidationError(f"{name}: takes only {', '.join(SOURCE_KEYS)}, not {extra}.")
+
+
+TIER_KEYS = ("memory_gb_below", "accelerators", "max_num_batched_tokens", "max_num_seqs")
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def budget_tier_list(value: Any) -> None:
+    """[{"memory_gb_below" or "accelerators", "max_num_batched_tokens", "max_num_seqs"}]: the
+    budgets an engine resolves from the GPU it starts on, first match winning; a tier names a
+    memory bound (GB, exclusive) or accelerator slugs, and a budget (null: the release's)."""
+    if not isinstance(value, list):
+        raise ValidationError("Must be a list of tiers.", code="invalid")
+    for index, tier in enumerate(value):
+        where = f"tier {index + 1}"
+        if not isinstance(tier, dict):
+            raise ValidationError(f"{where}: must be an object.", code="invalid")
+        extra = sorted(set(tier) - set(TIER_KEYS))
+        if extra:
+            raise ValidationError(f"{where}: takes only {', '.join(TIER_KEYS)}, not {extra}.")
+        bound, slugs = tier.get("memory_gb_below"), tier.get("accelerators")
+        if (bound is None) == (slugs is None):
+            raise ValidationError(f"{where}: name memory_gb_below or accelerators, one of them.")
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int | float) or bound <= 0
+        ):
+            raise ValidationError(f"{where}.memory_gb_below: must be a positive number.")
+        if slugs is not None:
+            WordList()(slugs)
+        budgets = [tier.get(name) for name in ("max_num_batched_tokens", "max_num_seqs")]
+        if all(budget is None for budget in budgets):
+            raise ValidationError(f"{where}: give max_num_batched_tokens or max_num_seqs.")
+        if not all(budget is None or _positive_int(budget) for budget in budgets):
+            raise ValidationError(f"{where}: budgets must be whole numbers of at least 1.")

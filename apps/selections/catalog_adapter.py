@@ -140,18 +140,43 @@ class SchedulerBudgets:
     max_num_batched_tokens: int
 
 
-def scheduler_budgets(release: EngineRelease) -> SchedulerBudgets:
-    """The release's recorded budgets, with the fallbacks above: the one place they apply.
+def _matching_tier(release: EngineRelease, accelerator: Accelerator) -> dict[str, Any]:
+    """The release's first budget tier that names this accelerator or a memory bound above
+    its memory; an empty tier when none does (the release's own budgets then apply).
+
+    Engines compare the device's reported memory with their bounds; we compare the catalog's
+    memory figure, which differs from it by a few percent (tests/selections/
+    test_scheduler_budgets.py checks no catalog accelerator lies that close to a bound)."""
+    for tier in release.budget_tiers or ():
+        if accelerator.slug in tier.get("accelerators", ()):
+            return tier
+        bound = tier.get("memory_gb_below")
+        if bound is not None and accelerator.memory_gb and accelerator.memory_gb < bound:
+            return tier
+    return {}
+
+
+def scheduler_budgets(release: EngineRelease, accelerator: Accelerator) -> SchedulerBudgets:
+    """The release's recorded budgets on this accelerator (its budget tiers, when the engine
+    resolves them from the GPU), with the fallbacks above: the one place they apply.
 
     The token budget is never below the sequence budget (vLLM enforces the same)."""
-    max_seqs = release.max_num_seqs or FALLBACK_MAX_SEQS
-    tokens = max(release.max_num_batched_tokens or FALLBACK_BATCHED_TOKENS, max_seqs)
-    return SchedulerBudgets(max_num_seqs=max_seqs, max_num_batched_tokens=tokens)
+    tier = _matching_tier(release, accelerator)
+    max_seqs = tier.get("max_num_seqs") or release.max_num_seqs or FALLBACK_MAX_SEQS
+    tokens = (
+        tier.get("max_num_batched_tokens")
+        or release.max_num_batched_tokens
+        or FALLBACK_BATCHED_TOKENS
+    )
+    return SchedulerBudgets(max_num_seqs=max_seqs, max_num_batched_tokens=max(tokens, max_seqs))
 
 
-def engine_config(release: EngineRelease, *, kv_capacity_tokens: int) -> EngineConfig:
-    """Scheduler budgets from the release's recorded defaults, with the fallbacks above."""
-    budgets = scheduler_budgets(release)
+def engine_config(
+    release: EngineRelease, accelerator: Accelerator, *, kv_capacity_tokens: int
+) -> EngineConfig:
+    """Scheduler budgets from the release's recorded defaults on this accelerator, with the
+    fallbacks above."""
+    budgets = scheduler_budgets(release, accelerator)
     return EngineConfig(
         max_num_batched_tokens=budgets.max_num_batched_tokens,
         max_num_seqs=budgets.max_num_seqs,

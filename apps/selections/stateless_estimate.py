@@ -165,7 +165,7 @@ def stateless_estimate(
     if wants_simulation and memory.fits:
         clients = batch if concurrency is not None else None  # one scheduler's closed loop
         _check_simulation_size(osl, clients)
-        config = micro_batch_config(_config(release, memory.kv_capacity_tokens), pp)
+        config = micro_batch_config(_config(release, hardware, memory.kv_capacity_tokens), pp)
         workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
         run = steady_run(
             workload,
@@ -229,10 +229,13 @@ def _release(engine: str, version: str) -> EngineRelease | None:
     return release
 
 
-def _config(release: EngineRelease | None, kv_capacity_tokens: int) -> EngineConfig:
-    """The release's scheduler; without an engine, the fallback budgets catalog_adapter names."""
+def _config(
+    release: EngineRelease | None, accelerator: Accelerator, kv_capacity_tokens: int
+) -> EngineConfig:
+    """The release's scheduler on this accelerator; without an engine, the fallback budgets
+    catalog_adapter names."""
     if release is not None:
-        return engine_config(release, kv_capacity_tokens=kv_capacity_tokens)
+        return engine_config(release, accelerator, kv_capacity_tokens=kv_capacity_tokens)
     return EngineConfig(
         max_num_batched_tokens=FALLBACK_BATCHED_TOKENS,
         max_num_seqs=FALLBACK_MAX_SEQS,

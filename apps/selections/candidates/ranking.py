@@ -181,7 +181,7 @@ class Ranker:
         key = self._replica_key(stack)
         if key not in self._throughput:
             stages = stack.layout.pp
-            max_seqs = scheduler_budgets(stack.release).max_num_seqs
+            max_seqs = scheduler_budgets(stack.release, stack.accelerator).max_num_seqs
             upper = min(self._memory(stack).max_concurrent_sequences, max_seqs) // stages
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
@@ -280,7 +280,9 @@ class Ranker:
     def _config(self, stack: Stack):
         """One micro-batch scheduler's budgets (the replica's own when pp is 1)."""
         memory = self._memory(stack)
-        replica = engine_config(stack.release, kv_capacity_tokens=memory.kv_capacity_tokens)
+        replica = engine_config(
+            stack.release, stack.accelerator, kv_capacity_tokens=memory.kv_capacity_tokens
+        )
         return micro_batch_config(replica, stack.layout.pp)
 
     def _bands(self, stack: Stack, method: str) -> dict:
