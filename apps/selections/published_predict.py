@@ -31,9 +31,14 @@ from apps.selections.aiconfigurator_provider import (
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.estimator import Efficiency, Parallelism, build_step_cost
 
-# Token budget per step when the catalog records none for the engine: vLLM's and SGLang's
-# recorded default (fixtures/catalog/engines.json); for TensorRT-LLM it is our assumption.
+# Token budget per step of the releases the sample measured, which its runs did not override:
+# vLLM 0.11-0.19 give the OpenAI server 8192 on a GPU of at least 70 GiB that is not an A100
+# (every sample GPU), TensorRT-LLM's LLM API 8192 (fixtures/catalog/engines.json), and SGLang
+# 0.5.6-0.5.10 resolve it from the GPU's memory: 8192 below 160 GiB, 16384 from there (B200,
+# B300, GB200, GB300). Read in the vllm 0.19.0 and sglang 0.5.6 / 0.5.10.post1 wheels on
+# 2026-12-05; vLLM's own 160 GiB tier came later than the sample's releases.
 DEFAULT_BUDGET = 8192
+LARGE_GPU_BUDGETS = {"sglang": (160, 16384)}  # engine: (from this many GB, budget)
 SCHEDULES = {"sglang": SCHEDULE_PREFILL_FIRST}
 # Rounds simulated per client: the synchronised first round, the one its queue spreads out, and
 # one in the pattern every later round repeats (fixed lengths keep the clients' spacing).
@@ -79,6 +84,14 @@ class RowContext:
 
     def parallelism(self) -> Parallelism:
         return stated_parallelism(self.row, self.model)
+
+    @property
+    def token_budget(self) -> int:
+        """The engine's token budget per step on the row's GPU (DEFAULT_BUDGET above)."""
+        large = LARGE_GPU_BUDGETS.get(self.row.engine_slug or "")
+        if large and self.accelerator.memory_gb >= large[0]:
+            return large[1]
+        return DEFAULT_BUDGET
 
 
 ProviderFor = Callable[[RowContext], StepTimeProvider | None]
@@ -141,7 +154,7 @@ def simulate_row(provider: StepTimeProvider, context: RowContext) -> FixedConcur
         isl=row.isl,
         osl=row.osl,
         concurrency=context.per_rank_concurrency,
-        max_batched_tokens=DEFAULT_BUDGET,
+        max_batched_tokens=context.token_budget,
         schedule=SCHEDULES.get(row.engine_slug or "", SCHEDULE_MIXED),
         lifetimes=SIMULATED_ROUNDS,
     )
