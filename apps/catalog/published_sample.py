@@ -68,6 +68,10 @@ MODEL_SLUGS = {
 # The sample's precision column -> our precision word. Empty means the checkpoint's 16 bits;
 # int4 is Kimi-K2.5's weight-only INT4 experts, whose nearest catalog word is int4_gptq.
 PRECISIONS = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": "int4_gptq"}
+# Checkpoints published only with MXFP4 experts (the catalog's native_dtype for them). The sample
+# labels their runs fp4, with nvfp4 quantisation modes, on H100 and H200 too, where no FP4
+# format runs natively: the engines served the checkpoint's own MXFP4, so that is the word.
+MXFP4_CHECKPOINTS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 
 
 def held_out(model_path: str, system: str, backend: str) -> bool:
@@ -217,9 +221,12 @@ def _measured_on(detail: str) -> date | None:
 
 def _precision(raw: dict[str, str]) -> str:
     try:
-        return PRECISIONS[raw["precision"]]
+        precision = PRECISIONS[raw["precision"]]
     except KeyError as error:
         raise SampleError(f"precision: {raw['precision']!r} is not one we map") from error
+    if precision == "fp4" and raw["model_path"] in MXFP4_CHECKPOINTS:
+        return "mxfp4"
+    return precision
 
 
 def parse_row(raw: dict[str, str]) -> PublishedRow:

@@ -65,6 +65,17 @@ def test_a_sample_record_keeps_its_conditions_and_concurrency() -> None:
     assert row.measured_on.isoformat() == "2026-04-17"
 
 
+def test_a_gpt_oss_run_the_sample_labels_fp4_is_read_as_its_checkpoints_own_mxfp4() -> None:
+    # Labelled fp4 with nvfp4 modes even on H100, which runs no FP4 format natively.
+    gpt_oss = sample_row(
+        model_path="openai/gpt-oss-120b", precision="fp4", system="h100_sxm", moe_quant_mode="nvfp4"
+    )
+    assert (gpt_oss.model_slug, gpt_oss.precision) == ("gpt-oss-120b", "mxfp4")
+    assert gpt_oss.moe_quant_mode == "nvfp4"  # the stated modes stay as the sample gives them
+    nvfp4 = sample_row(model_path="nvidia/Qwen3-32B-NVFP4", precision="fp4")
+    assert nvfp4.precision == "fp4"  # an NVFP4 checkpoint keeps its word
+
+
 def test_an_aggregated_record_keeps_its_engine_batch_and_quantisation_in_aiconfigurators_terms():
     capped = sample_row(batch_size="4", gemm_quant_mode="fp8", moe_quant_mode="fp8_block")
     assert (capped.concurrency, capped.batch_size) == (16, 4)  # the engine queued 12 clients
