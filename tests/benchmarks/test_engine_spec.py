@@ -8,6 +8,7 @@ import pytest
 from apps.benchmarks.engine_spec import simulated_engine
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections.catalog_adapter import model_arch
+from tests.selections.catalog_fixture import load_catalog
 
 STACK = {"precision": "bf16", "tp": 1, "pp": 1, "ep": 1, "dp": 1}
 
@@ -25,7 +26,8 @@ def _options(accelerator: str) -> dict:
 
 
 @pytest.mark.django_db
-def test_the_simulated_engine_gets_vllms_budgets_for_the_gpu_the_stack_names(catalog) -> None:
+def test_the_simulated_engine_gets_vllms_budgets_for_the_gpu_the_stack_names() -> None:
+    load_catalog()
     small, large = _options("l40s"), _options("h100-sxm")
 
     assert (small["max_num_batched_tokens"], small["max_num_seqs"]) == (2048, 256)

@@ -223,6 +223,16 @@ def test_the_nearest_rows_put_the_exact_conditions_first_and_list_how_a_near_row
 
 
 @pytest.mark.django_db
+def test_a_gpt_oss_stack_finds_the_samples_fp4_labelled_runs_at_its_own_precision() -> None:
+    _import(sample_row(id="gpt-oss", model_path="openai/gpt-oss-120b", precision="fp4"))
+
+    found = _nearest(replace(GOAL, model_slug="gpt-oss-120b", precision="mxfp4"))
+
+    assert [entry["source"]["row"] for entry in found] == ["gpt-oss"]
+    assert found[0]["differences"] == [] and found[0]["distance"] == 0
+
+
+@pytest.mark.django_db
 def test_a_row_on_another_accelerator_ranks_after_every_row_on_the_stacks_own() -> None:
     _import(
         sample_row(id="h200-exact", system="h200_sxm"),
