@@ -182,6 +182,7 @@ def _print_calibration(calibration: Calibration) -> None:
         chosen = {
             "ttft": calibration.ttft_form,
             "ttft_keys": calibration.ttft_keys,
+            "ttft_source": calibration.ttft_source,
             "tpot": calibration.tpot_form,
             "tpot_source": calibration.tpot_source,
         }[metric]
@@ -194,6 +195,11 @@ def _print_calibration(calibration: Calibration) -> None:
             f"  {calibration.method} TTFT {'/'.join(key) or 'overall'}: prompt steps "
             f"x{factors.prefill:.2f}, {factors.rounds} rounds, overhead "
             f"{factors.ttft_overhead_ms:.0f} ms at scale 1 ({factors.rows} rows)"
+        )
+    for key, log_factor in sorted(calibration.native_ttft.items()):
+        print(
+            f"  {calibration.method} AIConfigurator's own TTFT {'/'.join(key) or 'overall'}: "
+            f"x{math.exp(log_factor):.2f} before the blend"
         )
     for key, tpot in sorted(calibration.tpot.items()):
         print(

@@ -20,15 +20,17 @@ family, per engine with a slope against the per-rank concurrency). Its `tpot_sou
 whether a row's TPOT is that corrected base or, where AIConfigurator's own estimate answers the
 row, that estimate's TPOT or the geometric mean of the two (TPOT_SOURCES): measured kernels in
 AIConfigurator's closed-form steady state, which averages mixed and decode-only steps where our
-loop times each step it schedules.
+loop times each step it schedules. Its `ttft_source` says the same of TTFT (TTFT_SOURCES): the
+calibrated loop's, AIConfigurator's own TTFT scaled per engine, or the geometric mean of the two.
 
 The forms and keys are chosen by leave-group-out cross validation on the fitting rows alone:
 their (model, system, engine) groups are split CV_FOLDS ways by another hash, each fold is
 predicted by factors fitted on the others, and the choice with the smallest pooled median
 absolute error wins (ties keep the simpler one): the overhead form with factors per engine,
-then the TTFT keys for that form, the TPOT form, and the TPOT source (the native estimate
-has nothing to fit, so its error on every fitting row is out of sample; a row it does not answer
-keeps the chosen form's cross-validated TPOT). The held-out rows play no part in it.
+then the TTFT keys for that form, the TTFT source, the TPOT form, and the TPOT source (the
+native estimate has nothing to fit but its TTFT factor, so its error on every fitting row is out
+of sample; a row it does not answer keeps the loop's TTFT and the chosen form's cross-validated
+TPOT). The held-out rows play no part in it.
 
 Each fitting row is simulated once per prompt factor of PREFILL_LADDER; the TTFT at a factor
 between two rungs is interpolated (log-log), so fitting, cross validation and the form choice
@@ -57,6 +59,7 @@ from pathlib import Path
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
+from apps.selections.aiconfigurator_provider import AicServingEstimate
 from apps.selections.published_predict import (
     BENCHMARK_ROUNDS,
     RowContext,
@@ -105,6 +108,12 @@ TPOT_FORMS = (TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE)
 # source keeps the corrected base.
 TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE, TPOT_SOURCE_BLEND = "base", "aiconfigurator_native", "blend"
 TPOT_SOURCES = (TPOT_SOURCE_BASE, TPOT_SOURCE_NATIVE, TPOT_SOURCE_BLEND)
+# Where a row's TTFT comes from: the calibrated loop's, or, where AIConfigurator's own estimate
+# answers the row, that estimate's TTFT times a factor fitted per engine, or the geometric mean
+# of the two (its formula takes one prompt's prefill times a fixed queueing factor, where the
+# loop queues the clients' prompts step by step: two estimates whose errors differ).
+TTFT_SOURCE_BASE, TTFT_SOURCE_NATIVE, TTFT_SOURCE_BLEND = "base", "aiconfigurator_native", "blend"
+TTFT_SOURCES = (TTFT_SOURCE_BASE, TTFT_SOURCE_NATIVE, TTFT_SOURCE_BLEND)
 # Which rows share factors, most specific key first (a key with fewer than MIN_ROWS fitting
 # rows is not fitted, so its rows use the next).
 KEYS_ENGINE, KEYS_ENGINE_FAMILY = "engine", "engine_family"
@@ -161,10 +170,18 @@ class Sample:
         return self.context.accelerator.family
 
     @cached_property
+    def native(self) -> AicServingEstimate:
+        """AIConfigurator's own estimate of the row: asked once, and only of the rows a fit or a
+        prediction reads."""
+        return aiconfigurator_native_for(self.context)
+
+    @property
     def native_tpot_ms(self) -> float | None:
-        """AIConfigurator's own TPOT for the row (None where it does not answer): asked once,
-        and only of the rows a fit or a prediction reads."""
-        return aiconfigurator_native_for(self.context).tpot_ms
+        return self.native.tpot_ms
+
+    @property
+    def native_ttft_ms(self) -> float | None:
+        return self.native.ttft_ms
 
 
 @dataclass
@@ -177,8 +194,11 @@ class Calibration:
     ttft_keys: str = KEYS_ENGINE
     tpot_form: str = TPOT_BASE
     tpot_source: str = TPOT_SOURCE_BASE
+    ttft_source: str = TTFT_SOURCE_BASE
     ttft: dict[tuple[str, ...], StepFactors] = field(default_factory=dict)
     tpot: dict[tuple[str, ...], TpotFactors] = field(default_factory=dict)
+    # log(measured / AIConfigurator's own TTFT) per engine, for the TTFT sources that use it
+    native_ttft: dict[tuple[str, ...], float] = field(default_factory=dict)
     cross_validation: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def ttft_factors(self, sample: Sample) -> StepFactors:
@@ -194,7 +214,11 @@ class Calibration:
             "ttft_keys": self.ttft_keys,
             "tpot_form": self.tpot_form,
             "tpot_source": self.tpot_source,
+            "ttft_source": self.ttft_source,
             "ttft": {"|".join(key): asdict(value) for key, value in sorted(self.ttft.items())},
+            "native_ttft_log_factor": {
+                "|".join(key): value for key, value in sorted(self.native_ttft.items())
+            },
             "tpot": {"|".join(key): asdict(value) for key, value in sorted(self.tpot.items())},
             "cross_validation": self.cross_validation,
         }
@@ -205,15 +229,18 @@ class Calibration:
         """The row's calibrated TTFT and TPOT; `base` is the base method's own prediction of it
         (predict_row), whose TPOT the correction scales (the prompt factor would otherwise drag
         TPOT along through mixed steps); the TPOT source then says whether that corrected TPOT,
-        AIConfigurator's own or their geometric mean is the row's (_sourced_tpot)."""
+        AIConfigurator's own or their geometric mean is the row's (_sourced_tpot), and the TTFT
+        source whether the loop's TTFT, AIConfigurator's own scaled or their geometric mean is
+        the row's (_sourced_ttft)."""
         factors = self.ttft_factors(sample)
         provider = CalibratedStepTime(sample.provider, factors.prefill)
         simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
         overhead = factors.ttft_overhead_ms * OVERHEAD_FORMS[self.ttft_form](sample.context)
         scale = self.tpot_factors(sample).scale(sample.context.per_rank_concurrency)
+        loop_ttft = simulated.ttft_ms + overhead
         return replace(
             base,
-            ttft_ms=simulated.ttft_ms + overhead,
+            ttft_ms=_sourced_ttft(self.ttft_source, sample, loop_ttft, self.native_ttft),
             tpot_ms=_sourced_tpot(self.tpot_source, sample, base.tpot_ms * scale),
             method=METHOD_CALIBRATED,
         )
@@ -225,6 +252,17 @@ def _sourced_tpot(source: str, sample: Sample, corrected_ms: float) -> float:
     if native is None:
         return corrected_ms
     return native if source == TPOT_SOURCE_NATIVE else math.sqrt(native * corrected_ms)
+
+
+def _sourced_ttft(
+    source: str, sample: Sample, loop_ms: float, native_table: dict[tuple[str, ...], float]
+) -> float:
+    """A row's TTFT under a TTFT source (TTFT_SOURCES), given the calibrated loop's."""
+    native = None if source == TTFT_SOURCE_BASE else sample.native_ttft_ms
+    if not native:
+        return loop_ms
+    scaled = native * math.exp(_most_specific(native_table, KEY_FORMS[KEYS_ENGINE](sample), 0.0))
+    return scaled if source == TTFT_SOURCE_NATIVE else math.sqrt(loop_ms * scaled)
 
 
 def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
@@ -358,22 +396,39 @@ def _folds(rows: Sequence[_Fitting]):
             yield train, test
 
 
-def _cv_ttft(rows: Sequence[_Fitting], form: str, keys: str) -> float | None:
-    """Pooled TTFT MdAPE (%) of an overhead form and key choice, each fold predicted by factors
-    fitted on the other folds' groups (a fold with nothing to fit on predicts nothing)."""
+def _cv_ttft(
+    rows: Sequence[_Fitting], form: str, keys: str, source: str = TTFT_SOURCE_BASE
+) -> float | None:
+    """Pooled TTFT MdAPE (%) of an overhead form, key choice and TTFT source, each fold
+    predicted by factors fitted on the other folds' groups (a fold with nothing to fit on
+    predicts nothing)."""
     pairs = []
     scale = OVERHEAD_FORMS[form]
     for train, test in _folds(rows):
         calibration = Calibration(
             "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys)
         )
+        native = {} if source == TTFT_SOURCE_BASE else _native_ttft_table(train)
         for row in test:
             factors = calibration.ttft_factors(row.sample)
             p_index = PREFILL_GRID.index(factors.prefill)
             r_index = ROUND_CHOICES.index(factors.rounds)
             overhead = factors.ttft_overhead_ms * scale(row.sample.context)
-            pairs.append((row.ttft_grid[p_index][r_index] + overhead, row.measured[0]))
+            loop = row.ttft_grid[p_index][r_index] + overhead
+            pairs.append((_sourced_ttft(source, row.sample, loop, native), row.measured[0]))
     return _mdape(pairs)
+
+
+def _native_ttft_table(rows: Sequence[_Fitting]) -> dict[tuple[str, ...], float]:
+    """Per engine (and overall), the median log ratio of the measured TTFT to AIConfigurator's
+    own, over the rows it answers; an engine with fewer than MIN_ROWS of them uses overall."""
+    answered = [row for row in rows if row.sample.native_ttft_ms]
+    return {
+        key: statistics.median(
+            math.log(row.measured[0] / row.sample.native_ttft_ms) for row in members
+        )
+        for key, members in sorted(_keyed(answered, KEY_FORMS[KEYS_ENGINE]).items())
+    }
 
 
 def _cv_tpot(rows: Sequence[_Fitting], form: str) -> list[tuple[_Fitting, float]]:
@@ -431,6 +486,7 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     cv_tpot = {form: _cv_tpot(rows, form) for form in TPOT_FORMS}
     tpot = {form: _mdape(_tpot_pairs(predicted)) for form, predicted in cv_tpot.items()}
     keys, tpot_form = _chosen(ttft_keys), _chosen(tpot)
+    ttft_sources = {source: _cv_ttft(rows, ttft_form, keys, source) for source in TTFT_SOURCES}
     tpot_sources = _tpot_sources(cv_tpot[tpot_form])
     return Calibration(
         method=method,
@@ -438,11 +494,14 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
         ttft_keys=keys,
         tpot_form=tpot_form,
         tpot_source=_chosen(tpot_sources),
+        ttft_source=_chosen(ttft_sources),
         ttft=_ttft_table(rows, ttft_form, keys),
+        native_ttft=_native_ttft_table(rows),
         tpot=_tpot_table(rows, tpot_form),
         cross_validation={
             "ttft": ttft,
             "ttft_keys": ttft_keys,
+            "ttft_source": ttft_sources,
             "tpot": tpot,
             "tpot_source": tpot_sources,
         },

@@ -16,6 +16,9 @@ from apps.selections.published_calibration import (
     TPOT_SOURCE_BASE,
     TPOT_SOURCE_BLEND,
     TPOT_SOURCE_NATIVE,
+    TTFT_SOURCE_BASE,
+    TTFT_SOURCE_BLEND,
+    TTFT_SOURCE_NATIVE,
     CalibratedStepTime,
     Calibration,
     Sample,
@@ -230,3 +233,50 @@ def test_native_and_mean_tpot_sources_fall_back_to_the_corrected_base_where_none
         native, corrected = sample.native_tpot_ms, 0.8 * base.tpot_ms
         expected = corrected if native is None else math.sqrt(native * corrected)
         assert blend.predict(sample, base).tpot_ms == pytest.approx(expected)
+
+
+def _measured_at_native_ttft() -> list[Sample]:
+    """The synthetic rows with each TTFT measured as twice AIConfigurator's own estimate of it."""
+    samples = []
+    for sample in _synthetic():
+        native = sample.native_ttft_ms
+        assert native  # AIConfigurator answers these Hopper vLLM rows
+        row = replace(sample.context.row, ttft_ms=2 * native)
+        samples.append(Sample(replace(sample.context, row=row), sample.provider))
+    return samples
+
+
+def test_cross_validation_takes_aiconfigurators_own_ttft_only_when_it_predicts_better() -> None:
+    follows_loop = fit_calibration(METHOD_ROOFLINE, _synthetic())
+    assert follows_loop.ttft_source == TTFT_SOURCE_BASE
+    assert follows_loop.cross_validation["ttft_source"][TTFT_SOURCE_BASE] == pytest.approx(
+        0, abs=0.01
+    )
+
+    follows_native = fit_calibration(METHOD_ROOFLINE, _measured_at_native_ttft())
+    scores = follows_native.cross_validation["ttft_source"]
+
+    assert follows_native.ttft_source == TTFT_SOURCE_NATIVE
+    assert math.exp(follows_native.native_ttft[("vllm",)]) == pytest.approx(2.0)
+    assert scores[TTFT_SOURCE_NATIVE] == pytest.approx(0, abs=0.01)
+    assert scores[TTFT_SOURCE_BASE] > scores[TTFT_SOURCE_BLEND] > scores[TTFT_SOURCE_NATIVE]
+
+
+def test_ttft_sources_scale_aiconfigurators_own_per_engine_or_keep_the_loops_where_it_is_silent():
+    calibration = Calibration(
+        METHOD_ROOFLINE,
+        ttft_source=TTFT_SOURCE_BLEND,
+        ttft={("vllm",): StepFactors(prefill=0.5, rounds=3, ttft_overhead_ms=40.0)},
+        native_ttft={("vllm",): math.log(2.0), (): 0.0},
+    )
+    answered = _samples()[0]  # Llama 8B on one H100
+    unanswered = _sample(0, OTHER, 200.0, 14.0, tp=1)  # 70B in 16 bits does not fit one H100
+    assert answered.native_ttft_ms and unanswered.native_ttft_ms is None
+    for sample in (answered, unanswered):
+        base = predict_row(sample.provider, sample.context)
+        loop = replace(calibration, ttft_source=TTFT_SOURCE_BASE).predict(sample, base).ttft_ms
+        native = sample.native_ttft_ms
+        expected = loop if native is None else math.sqrt(loop * 2.0 * native)
+        assert calibration.predict(sample, base).ttft_ms == pytest.approx(expected)
+        alone = replace(calibration, ttft_source=TTFT_SOURCE_NATIVE).predict(sample, base)
+        assert alone.ttft_ms == pytest.approx(loop if native is None else 2.0 * native)
