@@ -148,7 +148,7 @@ def _matching_tier(release: EngineRelease, accelerator: Accelerator) -> dict[str
     memory figure, which differs from it by a few percent (tests/selections/
     test_scheduler_budgets.py checks no catalog accelerator lies that close to a bound)."""
     for tier in release.budget_tiers or ():
-        if accelerator.slug in tier.get("accelerators", ()):
+        if accelerator.slug in (tier.get("accelerators") or ()):
             return tier
         bound = tier.get("memory_gb_below")
         if bound is not None and accelerator.memory_gb and accelerator.memory_gb < bound:

@@ -129,6 +129,18 @@ def test_a_budget_tier_of_another_shape_is_refused(tiers) -> None:
         budget_tier_list(tiers)
 
 
+@pytest.mark.django_db
+def test_a_tier_that_names_no_accelerators_is_matched_by_its_memory_bound(catalog) -> None:
+    release = _release("sglang")
+    release.budget_tiers = [
+        {"memory_gb_below": 100, "accelerators": None, "max_num_batched_tokens": 1024}
+    ]
+
+    budgets = scheduler_budgets(release, Accelerator.objects.get(slug="h100-sxm"))
+
+    assert budgets.max_num_batched_tokens == 1024
+
+
 def test_a_well_formed_budget_tier_list_is_accepted() -> None:
     budget_tier_list(
         [
