@@ -171,6 +171,33 @@ def scheduler_budgets(release: EngineRelease, accelerator: Accelerator) -> Sched
     return SchedulerBudgets(max_num_seqs=max_seqs, max_num_batched_tokens=max(tokens, max_seqs))
 
 
+def scheduler_record(release: EngineRelease | None, accelerator: Accelerator) -> dict[str, Any]:
+    """The budgets a simulated replica of this release on this accelerator schedules with, and
+    where each comes from (the engine's default on that GPU, its recorded default, or the
+    fallback above), for the page and the API."""
+    if release is None:
+        return {
+            "max_num_batched_tokens": FALLBACK_BATCHED_TOKENS,
+            "max_num_seqs": FALLBACK_MAX_SEQS,
+            "note": f"no engine named: our fallback budgets, {FALLBACK_BATCHED_TOKENS} tokens "
+            f"per step and {FALLBACK_MAX_SEQS} sequences",
+        }
+    tier, budgets = _matching_tier(release, accelerator), scheduler_budgets(release, accelerator)
+
+    def origin(name: str) -> str:
+        if tier.get(name):
+            return f"its default on the {accelerator.name}"
+        return "its recorded default" if getattr(release, name) else "not recorded: our fallback"
+
+    return {
+        "max_num_batched_tokens": budgets.max_num_batched_tokens,
+        "max_num_seqs": budgets.max_num_seqs,
+        "note": f"scheduled as {release} schedules: {budgets.max_num_batched_tokens} tokens per "
+        f"step ({origin('max_num_batched_tokens')}), {budgets.max_num_seqs} sequences "
+        f"({origin('max_num_seqs')})",
+    }
+
+
 def engine_config(
     release: EngineRelease, accelerator: Accelerator, *, kv_capacity_tokens: int
 ) -> EngineConfig:

@@ -26,6 +26,7 @@ from apps.selections.catalog_adapter import (
     default_kv_dtype,
     engine_config,
     model_arch,
+    scheduler_record,
 )
 from apps.selections.engine_profiles import engine_profile
 from apps.selections.error_bands import error_bands
@@ -193,6 +194,7 @@ def stateless_estimate(
         answer["throughput_rps"] = summary.throughput_rps * pp
         answer["stationary"] = run.stationarity.stationary
         answer["stationarity"] = run.stationarity.reason
+        answer["scheduler"] = scheduler_record(release, hardware)
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
     banded = METRICS + (("throughput_rps",) if "throughput_rps" in answer else ())

@@ -325,6 +325,25 @@ def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, ali
     assert body["ttft_ms"] == pytest.approx(ttft["mean"])
 
 
+def test_a_simulated_estimate_names_the_budgets_its_engine_starts_with_on_that_gpu(
+    catalog, alice_client
+):
+    stack = {"model": "llama-3.1-8b", "precision": "bf16", "gpu_count": 1, "tp": 1}
+    stack |= {"isl": 1024, "osl": 64, "engine": "vllm", "accelerator": "l40s"}
+    simulated = {**stack, "concurrency": 8}
+
+    on_l40s = _post(alice_client, "/api/v1/estimate/", simulated).json()
+    on_h100 = _post(alice_client, "/api/v1/estimate/", {**simulated, "accelerator": "h100-sxm"})
+    analytic = _post(alice_client, "/api/v1/estimate/", stack)
+
+    assert on_l40s["nature"] == "simulated"
+    assert on_l40s["scheduler"]["max_num_batched_tokens"] == 2048
+    assert "its default on the NVIDIA L40S" in on_l40s["scheduler"]["note"]
+    assert on_h100.json()["scheduler"]["max_num_batched_tokens"] == 8192
+    assert analytic.status_code == 200 and analytic.json()["nature"] == "analytic"
+    assert "scheduler" not in analytic.json()
+
+
 PIPELINE_STACK = {
     "model": "llama-3.1-8b",
     "precision": "bf16",

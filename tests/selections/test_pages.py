@@ -335,3 +335,9 @@ def test_a_simulated_capacity_is_shown_with_its_band_and_whether_the_band_covers
     )
     assert page.count('data-field="capacity-band-outside"') == outside
     assert "so no measured bound for it" in page
+    # Each simulated stack names the budgets it was scheduled with and where they come from.
+    for candidate in simulated:
+        scheduler = candidate.estimate["scheduler"]
+        assert scheduler["note"].startswith("scheduled as "), scheduler
+        assert f"{scheduler['max_num_batched_tokens']} tokens per step" in scheduler["note"]
+    assert page.count('data-field="scheduler"') == min(len(simulated), 50)

@@ -17,6 +17,7 @@ from apps.selections.catalog_adapter import (
     FALLBACK_MAX_SEQS,
     engine_config,
     scheduler_budgets,
+    scheduler_record,
 )
 
 
@@ -139,6 +140,25 @@ def test_a_tier_that_names_no_accelerators_is_matched_by_its_memory_bound(catalo
     budgets = scheduler_budgets(release, Accelerator.objects.get(slug="h100-sxm"))
 
     assert budgets.max_num_batched_tokens == 1024
+
+
+@pytest.mark.django_db
+def test_the_scheduler_record_says_where_each_budget_comes_from(catalog) -> None:
+    l40s, h100 = (Accelerator.objects.get(slug=slug) for slug in ("l40s", "h100-sxm"))
+
+    tiered = scheduler_record(_release("vllm"), l40s)
+    recorded = scheduler_record(_release("tensorrt-llm"), h100)
+    partly = scheduler_record(_release("llama-cpp"), h100)
+    no_engine = scheduler_record(None, h100)
+
+    assert (tiered["max_num_batched_tokens"], tiered["max_num_seqs"]) == (2048, 256)
+    assert tiered["note"] == (
+        "scheduled as vLLM 0.33.0 schedules: 2048 tokens per step (its default on the NVIDIA "
+        "L40S), 256 sequences (its default on the NVIDIA L40S)"
+    )
+    assert "8192 tokens per step (its recorded default)" in recorded["note"]
+    assert f"{FALLBACK_MAX_SEQS} sequences (not recorded: our fallback)" in partly["note"]
+    assert no_engine["note"].startswith("no engine named: our fallback budgets")
 
 
 def test_a_well_formed_budget_tier_list_is_accepted() -> None:

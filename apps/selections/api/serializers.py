@@ -633,6 +633,15 @@ class MetricErrorBandsSerializer(serializers.Serializer):
     )
 
 
+class SchedulerSerializer(serializers.Serializer):
+    max_num_batched_tokens = serializers.IntegerField(help_text="Tokens per engine step.")
+    max_num_seqs = serializers.IntegerField(help_text="Sequences in flight per replica.")
+    note = serializers.CharField(
+        help_text="Where each budget comes from: the engine's default on this accelerator, its "
+        "recorded default, or our fallback."
+    )
+
+
 class EstimateOutputSerializer(serializers.Serializer):
     memory_method = serializers.CharField(
         help_text="Where the memory figures (weights, KV, fits) come from."
@@ -667,6 +676,9 @@ class EstimateOutputSerializer(serializers.Serializer):
     throughput_rps = serializers.FloatField(required=False)
     stationary = serializers.BooleanField(allow_null=True)
     stationarity = serializers.CharField(allow_null=True)
+    scheduler = SchedulerSerializer(
+        required=False, help_text="The budgets the simulation scheduled with: simulated only."
+    )
     error_band = MetricErrorBandsSerializer()
     published = PublishedRowSerializer(
         many=True,

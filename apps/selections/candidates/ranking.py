@@ -36,7 +36,12 @@ from apps.catalog.choices import ProjectStatus
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Stack, Verdict
-from apps.selections.catalog_adapter import accelerator_spec, engine_config, scheduler_budgets
+from apps.selections.catalog_adapter import (
+    accelerator_spec,
+    engine_config,
+    scheduler_budgets,
+    scheduler_record,
+)
 from apps.selections.error_bands import error_bands
 from apps.selections.estimator import (
     Efficiency,
@@ -269,6 +274,7 @@ class Ranker:
             "stationary": search.stationary,
             "stationarity": (search.run or search.capacity_run).stationarity.reason,
             "simulated_requests": self.sim_requests,
+            "scheduler": scheduler_record(stack.release, stack.accelerator),
             "error_band": self._bands(stack, method["method"]),
         }
         summary = search.run.summary if search.run is not None else None
