@@ -80,6 +80,14 @@ class PrefixCacheKind(models.TextChoices):
     NONE = "none", "None"
 
 
+class UnchunkedLimit(models.TextChoices):
+    """What must fit in one step's token budget when an engine does not chunk prompts (engines
+    differ: a request over it is refused on arrival)."""
+
+    SEQUENCE = "sequence", "Prompt and output together (vLLM: max_model_len within the budget)"
+    PROMPT = "prompt", "The prompt (TensorRT-LLM: prompt length within max_num_tokens)"
+
+
 class MemoryBasis(models.TextChoices):
     """What an engine's default memory fraction is a share of (engines differ, so a single
     0.9 of total memory over- or under-states the KV cache)."""

@@ -23,6 +23,7 @@ RELEASE_FIELDS = (
     "budget_tiers",
     "kv_block_size",
     "chunked_prefill_default",
+    "unchunked_limit",
     "prefix_cache_kind",
     "prefix_cache_default_on",
     "memory_fraction",

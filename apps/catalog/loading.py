@@ -153,6 +153,7 @@ def _release_values(engine: Engine, entry: Mapping[str, Any]) -> dict[str, Any]:
         "budget_tiers": defaults.get("budget_tiers") or [],
         "kv_block_size": defaults.get("kv_block_size"),
         "chunked_prefill_default": defaults.get("chunked_prefill_default"),
+        "unchunked_limit": defaults.get("unchunked_limit") or "",
         "prefix_cache_kind": defaults.get("prefix_cache_kind"),
         "prefix_cache_default_on": defaults.get("prefix_cache_default_on"),
         "defaults_source": defaults.get("source"),

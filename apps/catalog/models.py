@@ -23,6 +23,7 @@ from apps.catalog.choices import (
     PrefixCacheKind,
     ProjectStatus,
     PublishedScenario,
+    UnchunkedLimit,
     Vendor,
 )
 from apps.catalog.shapes import WordList, budget_tier_list, figure_sources
@@ -82,6 +83,13 @@ class EngineRelease(models.Model):
         "gets the budgets above. Sourced with the defaults.",
     )
     chunked_prefill_default = models.BooleanField(null=True, blank=True)
+    unchunked_limit = models.CharField(
+        max_length=10,
+        choices=UnchunkedLimit.choices,
+        blank=True,
+        help_text="Without chunked prefill, what must fit in one step's token budget; blank: "
+        "not recorded (the prompt and output together, the stricter rule, is assumed).",
+    )
     prefix_cache_kind = models.CharField(max_length=20, choices=PrefixCacheKind.choices, blank=True)
     prefix_cache_default_on = models.BooleanField(
         null=True, blank=True, help_text="Whether prefix reuse is on without a flag; null: unknown."

@@ -64,6 +64,7 @@ RELEASE_DEFAULT_FIELDS = (
     "budget_tiers",
     "kv_block_size",
     "chunked_prefill_default",
+    "unchunked_limit",
     "prefix_cache_kind",
     "prefix_cache_default_on",
     "memory_fraction",

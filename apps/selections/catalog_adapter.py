@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from apps.catalog.choices import EngineKind, PrefixCacheKind, Vendor
+from apps.catalog.choices import EngineKind, PrefixCacheKind, UnchunkedLimit, Vendor
 from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
 from apps.selections.estimator import AcceleratorSpec, ModelArch
 from apps.selections.simulator import EngineConfig
@@ -211,6 +211,7 @@ def engine_config(
         kv_block_size=release.kv_block_size or FALLBACK_BLOCK_SIZE,
         chunked_prefill=release.chunked_prefill_default is not False,
         prefix_caching=release.prefix_cache_kind in PREFIX_REUSE_KINDS,
+        unchunked_prompt_only=release.unchunked_limit == UnchunkedLimit.PROMPT,
     )
 
 

@@ -144,10 +144,10 @@ def predict_capacity(cell: CapacityCell, method: str) -> CapacityPrediction:
         max_num_seqs=settings.max_batch_size * stages,
         kv_capacity_tokens=memory.kv_capacity_tokens,
         kv_block_size=KV_BLOCK_TOKENS,
-        # trtllm-bench does not chunk prompts, but its budget always holds one whole prompt
-        # beside the batch; our unchunked mode would refuse any sequence longer than the budget
-        # (vLLM's rule), so prompts past the first in a step are chunked here instead.
-        chunked_prefill=True,
+        # trtllm-bench does not chunk prompts; its budget always holds one whole prompt beside
+        # the batch, so a prompt waits for a step with room for all of it.
+        chunked_prefill=False,
+        unchunked_prompt_only=True,
         prefix_caching=False,  # random token ids: nothing to reuse
     )
     config = micro_batch_config(replica, stages)

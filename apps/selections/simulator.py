@@ -11,7 +11,8 @@ Prefix caching is simplified: a prefix group counts as cached once any request h
 prefix, and stays cached (no eviction). A hit skips the compute of the prefix's whole blocks, but
 the request still holds its own blocks for them: the memory saved by sharing is not modelled.
 Requests longer (prompt + output) than the KV cache, or without chunked prefill longer than the
-token budget, are rejected on arrival, as an engine refuses prompts beyond its max_model_len.
+token budget (prompt + output as vLLM counts it, or the prompt alone as TensorRT-LLM does), are
+rejected on arrival, as an engine refuses them.
 
 Decoding sequences are not visited one by one per step: each keeps its start step, and two heaps
 hold the steps at which it needs its next KV block and at which it finishes. A run costs about
@@ -58,6 +59,9 @@ class EngineConfig:
     kv_block_size: int = 16
     chunked_prefill: bool = True
     prefix_caching: bool = True
+    # Without chunked prefill, what must fit in one step's budget: the prompt alone
+    # (TensorRT-LLM refuses a longer prompt) or, by default, prompt and output (vLLM's rule).
+    unchunked_prompt_only: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_num_batched_tokens", "max_num_seqs", "kv_block_size"):
@@ -246,7 +250,10 @@ class _Engine:
     def _arrive(self, request: Request, arrival_s: float) -> bool:
         """Queue a request, or reject it when it could never fit; True when queued."""
         total = request.input_tokens + request.output_tokens
-        too_long = not self.config.chunked_prefill and total > self.config.max_num_batched_tokens
+        unchunked = request.input_tokens if self.config.unchunked_prompt_only else total
+        too_long = (
+            not self.config.chunked_prefill and unchunked > self.config.max_num_batched_tokens
+        )
         if too_long or self.config.blocks_for(total) > self.config.total_blocks:
             self._record(request, REJECTED, arrival_s, preemptions=0)
             return False

@@ -43,8 +43,13 @@ def test_tensorrt_llm_is_simulated_with_its_llm_apis_recorded_defaults(catalog) 
     assert (config.max_num_seqs, config.max_num_batched_tokens) == (2048, 8192)
     assert config.kv_block_size == 32
     assert "max_batch_size=2048" in release.defaults_source
-    # Recorded as unknown on purpose (the defaults' source says why): simulated chunked.
-    assert release.chunked_prefill_default is None and config.chunked_prefill
+    # Chunked prefill off, as its LLM API defaults: only a prompt over the budget is refused.
+    assert release.chunked_prefill_default is False and not config.chunked_prefill
+    assert config.unchunked_prompt_only and "_check_arguments" in release.defaults_source
+    vllm = engine_config(
+        _release("vllm"), Accelerator.objects.get(slug="h100-sxm"), kv_capacity_tokens=1_000_000
+    )
+    assert vllm.chunked_prefill and not vllm.unchunked_prompt_only
 
 
 @pytest.mark.django_db

@@ -94,6 +94,22 @@ def test_without_chunked_prefill_a_prompt_over_the_budget_is_rejected():
     assert [row.status for row in rows] == [REJECTED, FINISHED]
 
 
+def test_an_engine_that_counts_only_the_prompt_serves_a_long_output_unchunked():
+    # TensorRT-LLM's rule: a 2,000-token prompt fits a 2,048-token budget whatever the output;
+    # vLLM's counts the 100 output tokens too and refuses it.
+    request = Request(index=0, arrival_s=0.0, input_tokens=2000, output_tokens=100)
+    unchunked = {"max_num_batched_tokens": 2048, "max_num_seqs": 8, "chunked_prefill": False}
+    unchunked["kv_capacity_tokens"] = 400_000
+    prompt_only = EngineConfig(**unchunked, unchunked_prompt_only=True)
+
+    served = simulate([request], COST, prompt_only).rows[0]
+    refused = simulate([request], COST, EngineConfig(**unchunked)).rows[0]
+
+    assert (served.status, refused.status) == (FINISHED, REJECTED)
+    over = Request(index=1, arrival_s=0.0, input_tokens=2049, output_tokens=1)
+    assert simulate([over], COST, prompt_only).rows[0].status == REJECTED
+
+
 def test_a_request_larger_than_the_kv_cache_is_rejected():
     config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=1024)
     request = Request(index=0, arrival_s=0.0, input_tokens=1000, output_tokens=100)

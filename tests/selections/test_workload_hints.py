@@ -144,3 +144,35 @@ def test_speculative_decoding_is_suggested_when_tpot_binds_and_not_when_it_is_lo
     goal_payload["title"] = "Loose"
     loose = _kept(alice, acme, goal_payload)
     assert not any(_hints(row, "speculative_decoding") for row in loose)
+
+
+def test_tensorrt_llm_is_told_it_refuses_prompts_over_its_budget_and_vllm_is_not(
+    catalog, alice, acme, goal_payload
+):
+    # Half the prompts are over TensorRT-LLM's 8,192-token budget, which it refuses without
+    # chunked prefill (off by default); vLLM chunks them.
+    goal_payload["workload"]["isl"] = {"kind": "lognormal", "median": 8192, "sigma": 0.3}
+    goal_payload["workload"]["osl"] = {"kind": "fixed", "value": 64}
+    goal_payload["workload"]["max_context"] = 32768
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    kept = _kept(alice, acme, goal_payload)
+
+    engines = {row.stack["engine"]: row for row in kept}
+    assert {"tensorrt-llm", "vllm"} <= set(engines)
+    (message,) = _hints(engines["tensorrt-llm"], "refused_unchunked")
+    share = float(message.split("% of the goal's prompts do")[0].rsplit(" ", 1)[1])
+    assert 40 < share < 60, message
+    assert "8192-token step budget on the NVIDIA H100 SXM" in message
+    assert "Enable chunked prefill or raise the budget" in message
+    assert not _hints(engines["vllm"], "refused_unchunked")
+
+
+def test_no_refusal_hint_when_every_prompt_fits_the_budget(catalog, alice, acme, goal_payload):
+    _lengths(goal_payload, 1024, 128)
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+
+    kept = _kept(alice, acme, goal_payload)
+
+    assert any(row.stack["engine"] == "tensorrt-llm" for row in kept)
+    assert not any(_hints(row, "refused_unchunked") for row in kept)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+from stackselect_domain.workload import generate_requests
+
 from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
 from apps.catalog.models import Accelerator, EngineRelease
 from apps.selections.candidates.capacity import MemoryRule, memory_rule
-from apps.selections.candidates.goal import Goal
+from apps.selections.candidates.goal import Goal, open_loop_workload
 from apps.selections.candidates.kernels import hardware_precision_reasons, kernel_reasons
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import (
@@ -27,6 +30,8 @@ from apps.selections.catalog_adapter import (
 )
 from apps.selections.estimator import MemoryEstimate, Parallelism, estimate_memory
 
+# Requests drawn from the goal's workload to tell what share of them is over a limit.
+LENGTH_SAMPLE, LENGTH_SEED = 4000, 7
 NOT_SERVING = "not_a_serving_engine"
 HARDWARE_UNSUPPORTED = "hardware_unsupported"
 HARDWARE_UNVERIFIED = "hardware_unverified"
@@ -83,6 +88,20 @@ class Judge:
         self.goal = goal
         self._capabilities: dict[tuple, _CapabilityFindings] = {}
         self._memory: dict[tuple, MemoryEstimate | Reason] = {}
+        self._lengths: tuple[np.ndarray, np.ndarray] | None = None
+
+    def sampled_lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """Prompt and output lengths of LENGTH_SAMPLE requests of the goal's workload (a fixed
+        seed), drawn once: what share of the goal's requests is over a limit."""
+        if self._lengths is None:
+            requests = generate_requests(
+                open_loop_workload(self.goal.workload), LENGTH_SAMPLE, LENGTH_SEED
+            )
+            self._lengths = (
+                np.array([r.input_tokens for r in requests]),
+                np.array([r.output_tokens for r in requests]),
+            )
+        return self._lengths
 
     def verdict(self, stack: Stack) -> Verdict:
         if stack.release.engine.kind != EngineKind.ENGINE:

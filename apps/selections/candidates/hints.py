@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from apps.catalog.choices import Maturity, PrefixCacheKind, ProjectStatus
+from apps.catalog.choices import Maturity, PrefixCacheKind, ProjectStatus, UnchunkedLimit
 from apps.selections.candidates.capacity import kv_capacity_hint
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Reason, Stack, Verdict
-from apps.selections.catalog_adapter import hardware_feature
+from apps.selections.catalog_adapter import hardware_feature, scheduler_budgets
 
 # Thresholds of our own choosing (docs/domain.md section 3 names the conditions, not numbers):
 # a prompt this long makes prefill interfere with decode, an output this long keeps decode pools
@@ -242,10 +242,35 @@ def _unlabelled(verdict: Verdict, judge: Judge) -> Reason | None:
     )
 
 
+def _refused_unchunked(stack: Stack, judge: Judge) -> Reason | None:
+    """An engine that does not chunk prompts by default refuses a request longer than its token
+    budget (the prompt alone, or the prompt and output, by its rule): say how many of the
+    goal's requests that is, and what to change."""
+    release = stack.release
+    if release.chunked_prefill_default is not False:
+        return None
+    budget = scheduler_budgets(release, stack.accelerator).max_num_batched_tokens
+    prompts, outputs = judge.sampled_lengths()
+    prompt_only = release.unchunked_limit == UnchunkedLimit.PROMPT
+    share = float(((prompts if prompt_only else prompts + outputs) > budget).mean())
+    if share == 0:
+        return None
+    counted = "prompts" if prompt_only else "prompts with their outputs"
+    return Reason(
+        "refused_unchunked",
+        f"{release} does not chunk prompts by default and refuses a request whose "
+        f"{'prompt' if prompt_only else 'prompt and output'} exceed its {budget}-token step "
+        f"budget on the {stack.accelerator.name}: {share:.1%} of the goal's {counted} do (of "
+        f"{len(prompts)} drawn from its workload). Enable chunked prefill or raise the budget "
+        "before benchmarking it; the simulated figures count those requests as refused.",
+    )
+
+
 def hints_for(goal: Goal, verdict: Verdict, judge: Judge) -> list[Reason]:
     stack = verdict.stack
     found = (
         kv_capacity_hint(verdict, judge),
+        _refused_unchunked(stack, judge),
         _disaggregation(goal, verdict, judge),
         _prefix_reuse(goal, stack, judge),
         _speculative(goal, verdict, judge),
