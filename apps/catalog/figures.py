@@ -59,7 +59,8 @@ class Figure:
 
 
 def has_value(value: Any) -> bool:
-    return value is not None and value != ""
+    """None, an empty string and an empty list (a release without budget tiers) are unset."""
+    return value is not None and value != "" and value != []
 
 
 def figures_of(instance: models.Model, names: tuple[str, ...]) -> list[Figure]:
