@@ -163,7 +163,7 @@ def test_tensorrt_llm_is_told_it_refuses_prompts_over_its_budget_and_vllm_is_not
     (message,) = _hints(engines["tensorrt-llm"], "refused_unchunked")
     share = float(message.split("% of the goal's prompts do")[0].rsplit(" ", 1)[1])
     assert 40 < share < 60, message
-    assert "8192-token step budget on the NVIDIA H100 SXM" in message
+    assert "whose prompt exceeds its 8192-token step budget on the NVIDIA H100 SXM" in message
     assert "Enable chunked prefill or raise the budget" in message
     assert not _hints(engines["vllm"], "refused_unchunked")
 

@@ -256,11 +256,12 @@ def _refused_unchunked(stack: Stack, judge: Judge) -> Reason | None:
     if share == 0:
         return None
     counted = "prompts" if prompt_only else "prompts with their outputs"
+    over = "prompt exceeds" if prompt_only else "prompt and output together exceed"
     return Reason(
         "refused_unchunked",
-        f"{release} does not chunk prompts by default and refuses a request whose "
-        f"{'prompt' if prompt_only else 'prompt and output'} exceed its {budget}-token step "
-        f"budget on the {stack.accelerator.name}: {share:.1%} of the goal's {counted} do (of "
+        f"{release} does not chunk prompts by default and refuses a request whose {over} its "
+        f"{budget}-token step budget on the {stack.accelerator.name}: {share:.1%} of the goal's "
+        f"{counted} do (of "
         f"{len(prompts)} drawn from its workload). Enable chunked prefill or raise the budget "
         "before benchmarking it; the simulated figures count those requests as refused.",
     )
