@@ -204,17 +204,23 @@ class Efficiency:
 
     The defaults are our starting assumptions, not measurements: about half of peak tensor-core
     throughput in large GEMMs, 70% of HBM and link bandwidth, a 2 ms scheduler/launch overhead per
-    engine step and 5 us per collective operation.
+    engine step and 5 us per collective operation. `expert_compute` is the throughput of a
+    mixture-of-experts layer's grouped expert GEMMs as a share of dense GEMMs' (`compute`): the
+    tokens scatter over many small per-expert matrices. 0.31 is the median ratio of MoE-kernel
+    to dense-GEMM throughput in AIConfigurator's measured kernel tables (aiconfigurator-core
+    0.12.0; H100, H200, B200, B300; BF16, FP8, block FP8; 8,192 tokens per step), which
+    `bench/expert_gemm_share.py` recomputes (0.20-0.39 per system and precision).
     """
 
     compute: float = 0.5
+    expert_compute: float = 0.31
     bandwidth: float = 0.7
     comm: float = 0.7
     overhead_ms: float = 2.0
     collective_latency_us: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("compute", "bandwidth", "comm"):
+        for name in ("compute", "expert_compute", "bandwidth", "comm"):
             _require(0 < getattr(self, name) <= 1, name, "must be a fraction in (0, 1]")
         for name in ("overhead_ms", "collective_latency_us"):
             _require(getattr(self, name) >= 0, name, "must not be negative")
@@ -499,9 +505,11 @@ def build_step_cost(
         )
     touched = experts_touched_fraction(model=model, batch=decode_batch)
     expert_ranks = parallelism.ep if parallelism.ep > 1 else parallelism.tp
-    active_params = (
+    # The wire formula has one compute rate: expert GEMMs, which reach expert_compute of it,
+    # count as that much more work.
+    work_params = (
         model.dense_params_b / parallelism.tp
-        + model.experts_active * model.expert_params_b / expert_ranks
+        + model.experts_active * model.expert_params_b / expert_ranks / efficiency.expert_compute
     )
     context_factor = _kv_context_factor(model, context)
     shard = _kv_shard_fraction(model, parallelism) * parallelism.pp
@@ -514,7 +522,7 @@ def build_step_cost(
     return StepCost(
         weight_bytes=_weight_bytes(model, precision, parallelism, touched),
         kv_bytes_per_token=kv_per_token,
-        flops_per_token=2 * active_params * GB,
+        flops_per_token=2 * work_params * GB,
         attn_flops_per_token_ctx=attn_pairs * model.layers * context_factor,
         hbm_bytes_per_s=accel.bandwidth_tbps * 1e12 * efficiency.bandwidth,
         flops_per_s=peak * 1e12 * efficiency.compute,

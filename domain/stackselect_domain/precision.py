@@ -2,8 +2,10 @@
 
 The estimator needs two facts per precision recipe: the resident size of a weight (memory and the
 bytes streamed per decode step) and the peak rate of the matrix units that execute it. Only FP8
-and FP4 recipes run on low-precision tensor cores here; integer and GGUF weights are treated as
-weight-only quantisation, dequantised to 16-bit for the matmul, which is the conservative choice.
+and NVFP4 recipes run on low-precision tensor cores here; integer, GGUF and MXFP4 weights are
+treated as weight-only quantisation, dequantised to 16-bit for the matmul. For MXFP4 that is how
+AIConfigurator reads an MXFP4 checkpoint (gpt-oss: 16-bit GEMMs, W4A16 experts) and how the
+engines serve it on Hopper; a TensorRT-LLM build with FP8 activations on Blackwell runs faster.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ PRECISIONS: dict[str, Precision] = {
         Precision("fp16", 16.0, COMPUTE_BF16),
         Precision("fp8", 8.0, COMPUTE_FP8),
         Precision("fp4", 4.5, COMPUTE_FP4),
-        Precision("mxfp4", _group_quant_bits(4, 32, 8, 0), COMPUTE_FP4),
+        Precision("mxfp4", _group_quant_bits(4, 32, 8, 0), COMPUTE_BF16),
         Precision("int8", 8.0, COMPUTE_BF16),
         Precision("int4_awq", _group_quant_bits(4, 128, 16, 4), COMPUTE_BF16),
         Precision("int4_gptq", _group_quant_bits(4, 128, 16, 4), COMPUTE_BF16),

@@ -332,6 +332,43 @@ def test_fp8_runs_on_the_fp8_peak_and_falls_back_to_bf16_without_one():
     assert flops(NO_FP8, "fp8") == flops(NO_FP8, "bf16")
 
 
+def test_mxfp4_weights_compute_at_16_bits_even_where_an_fp4_peak_exists():
+    fp4_gpu = AcceleratorSpec("B200-like", 180, 7.7, 2250, 4500, 9000, 900)
+
+    def flops(precision):
+        return build_step_cost(
+            model=LLAMA_8B,
+            accel=fp4_gpu,
+            precision=precision,
+            parallelism=Parallelism(),
+            context=10,
+        ).flops_per_s
+
+    assert flops("mxfp4") == flops("bf16")
+    assert flops("fp4") == pytest.approx(4 * flops("bf16"))
+
+
+def test_routed_expert_flops_count_at_the_expert_share_of_the_dense_rate():
+    def flops_per_token(model, share):
+        return build_step_cost(
+            model=model,
+            accel=H200,
+            precision="fp8",
+            parallelism=Parallelism(tp=8, ep=8 if model.experts_total else 1),
+            efficiency=Efficiency(expert_compute=share),
+            context=1000,
+        ).flops_per_token
+
+    dense = DEEPSEEK_V3.dense_params_b / 8
+    experts = DEEPSEEK_V3.experts_active * DEEPSEEK_V3.expert_params_b / 8
+    assert flops_per_token(DEEPSEEK_V3, 1.0) == pytest.approx(2e9 * (dense + experts))
+    assert flops_per_token(DEEPSEEK_V3, 0.25) == pytest.approx(2e9 * (dense + 4 * experts))
+    # a dense model has no routed experts, so the share changes nothing
+    assert flops_per_token(LLAMA_70B, 0.25) == flops_per_token(LLAMA_70B, 1.0)
+    with pytest.raises(ValueError, match="expert_compute"):
+        Efficiency(expert_compute=0)
+
+
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
     fractions = [experts_touched_fraction(model=DEEPSEEK_V3, batch=b) for b in (1, 8, 64, 512)]
     assert fractions[0] == pytest.approx(8 / 256)

@@ -67,7 +67,7 @@ def test_the_stated_requests_are_shared_among_attention_data_parallel_ranks() ->
     assert prediction.clients <= 125
 
 
-def test_a_run_of_one_batch_reads_below_the_same_step_times_at_steady_state() -> None:
+def test_a_run_of_one_batch_does_the_work_of_the_steady_state_on_the_same_step_times() -> None:
     cell = _cell("openai/gpt-oss-20b|B200|TP1|1024/1024")
     burst = predict_capacity(cell, METHOD_ROOFLINE)
     clients = burst.clients
@@ -83,10 +83,12 @@ def test_a_run_of_one_batch_reads_below_the_same_step_times_at_steady_state() ->
     steady = capacity_run(workload, seed=1, step_time=provider, config=config)
 
     # All 3,000 requests fit in one batch, so the overview's run is a single wave: its prompts
-    # queue for the first hundreds of steps and its last outputs finish alone. A loop that keeps
-    # the batch full makes more tokens/s on the same step times.
+    # queue for the first hundreds of steps, then every request decodes together. Its steps are
+    # compute-bound (the experts' GEMMs count at their measured share of the dense rate), so the
+    # wave costs about what a loop keeping the batch full does: within a tenth, where a request
+    # count or a per-GPU share gone wrong would be off by a factor.
     assert clients == burst.requests == 3000
-    assert burst.per_gpu_tokens_s < 0.95 * steady.summary.output_tokens_per_s
+    assert burst.per_gpu_tokens_s == pytest.approx(steady.summary.output_tokens_per_s, rel=0.1)
 
 
 def test_a_two_stage_pipeline_keeps_its_gpus_busy_as_the_overview_measured() -> None:
