@@ -261,9 +261,9 @@ def _refused_unchunked(stack: Stack, judge: Judge) -> Reason | None:
         "refused_unchunked",
         f"{release} does not chunk prompts by default and refuses a request whose {over} its "
         f"{budget}-token step budget on the {stack.accelerator.name}: {share:.1%} of the goal's "
-        f"{counted} do (of "
-        f"{len(prompts)} drawn from its workload). Enable chunked prefill or raise the budget "
-        "before benchmarking it; the simulated figures count those requests as refused.",
+        f"{counted} do (of {len(prompts)} drawn from its workload). Enable chunked prefill or "
+        "raise the budget before benchmarking it; the simulated figures count those requests as "
+        "refused.",
     )
 
 
