@@ -194,7 +194,8 @@ def _print_calibration(calibration: Calibration) -> None:
         print(
             f"  {calibration.method} TTFT {'/'.join(key) or 'overall'}: prompt steps "
             f"x{factors.prefill:.2f}, {factors.rounds} rounds, overhead "
-            f"{factors.ttft_overhead_ms:.0f} ms at scale 1 ({factors.rows} rows)"
+            f"{factors.ttft_overhead_ms:.0f} ms at scale 1 + "
+            f"{factors.ttft_overhead_per_client_ms:g} ms per client ({factors.rows} rows)"
         )
     for key, log_factor in sorted(calibration.native_ttft.items()):
         print(

@@ -13,7 +13,9 @@ to overall):
   roofline leave it out, and at low concurrency it is most of a short prompt's TTFT. It is
   `ttft_overhead_ms` times the row's overhead scale under the calibration's `ttft_form`
   (OVERHEAD_FORMS: a constant, or growing with the model's active parameters, the prompt or
-  the benchmark's concurrency);
+  the benchmark's concurrency), plus, for the forms of CLIENT_TERM_FORMS,
+  `ttft_overhead_per_client_ms` times the benchmark's clients: a fixed cost per request and
+  the front end's cost of the other clients' requests, two terms where the other forms have one;
 and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
 of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
 family, per engine with a slope against the per-rank concurrency). Its `tpot_source` says
@@ -56,6 +58,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 from stackselect_domain.closedloop import FixedConcurrencyPrediction
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
@@ -71,6 +74,7 @@ FACTORS_FILE = Path(__file__).parent / "data" / "published_factors.json"
 
 ROUND_CHOICES = (1, 2, 3, 5, 10, 20, 40)
 OVERHEAD_CHOICES_MS = (0.0, 10.0, 20.0, 40.0, 80.0, 120.0, 160.0, 240.0, 320.0, 480.0, 640.0, 960.0)
+PER_CLIENT_CHOICES_MS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 # Prompt factors every fitting row is simulated at; the fit picks among quarter-octave steps
 # between them (PREFILL_GRID), interpolating the simulated TTFT.
 PREFILL_LADDER = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
@@ -93,7 +97,12 @@ OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
     # The server's front end (HTTP, tokenising, streaming) serves its clients' requests one at a
     # time, so the time a request waits there grows with how many arrive together.
     "concurrency": lambda context: (context.row.concurrency or 1) / 10,
+    # A constant, plus a term per client (CLIENT_TERM_FORMS): at one client the front end's
+    # share is small and a fixed cost per request is most of the overhead, at hundreds the other
+    # clients' requests are.
+    "constant_and_clients": lambda context: 1.0,
 }
+CLIENT_TERM_FORMS = frozenset({"constant_and_clients"})
 TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "base",
     "engine",
@@ -129,6 +138,13 @@ class StepFactors:
     rounds: int = 1
     ttft_overhead_ms: float = 0.0
     rows: int = 0
+    ttft_overhead_per_client_ms: float = 0.0
+
+    def overhead_ms(self, form: str, context: RowContext) -> float:
+        """The row's TTFT overhead under an overhead form (OVERHEAD_FORMS)."""
+        clients = context.row.concurrency or 1
+        scaled = self.ttft_overhead_ms * OVERHEAD_FORMS[form](context)
+        return scaled + self.ttft_overhead_per_client_ms * clients
 
 
 @dataclass(frozen=True)
@@ -235,7 +251,7 @@ class Calibration:
         factors = self.ttft_factors(sample)
         provider = CalibratedStepTime(sample.provider, factors.prefill)
         simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
-        overhead = factors.ttft_overhead_ms * OVERHEAD_FORMS[self.ttft_form](sample.context)
+        overhead = factors.overhead_ms(self.ttft_form, sample.context)
         scale = self.tpot_factors(sample).scale(sample.context.per_rank_concurrency)
         loop_ttft = simulated.ttft_ms + overhead
         return replace(
@@ -312,30 +328,36 @@ def _fitting(sample: Sample) -> _Fitting:
     return _Fitting(sample, f"{row.model_path}|{row.system}|{row.backend}", grid, base.tpot_ms)
 
 
-def _log_error(pairs: Sequence[tuple[float, float]]) -> float:
-    """Mean absolute log ratio, each capped at a factor of 4: smoother than the median, so the
-    fitted factors do not jump between flat optima, and a row the loop cannot represent (a
-    run whose KV cache overflowed, TTFT 100x) weighs no more than a factor of 4."""
-    return statistics.fmean(min(abs(math.log(p / m)), LOG_CAP) for p, m in pairs)
+def _capped_log_error(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Mean absolute log ratio over the rows (axis 0), each capped at a factor of 4: smoother
+    than the median, so the fitted factors do not jump between flat optima, and a row the loop
+    cannot represent (a run whose KV cache overflowed, TTFT 100x) weighs no more than a factor
+    of 4."""
+    return np.minimum(np.abs(np.log(predicted / measured)), LOG_CAP).mean(axis=0)
 
 
-def _fit_ttft(rows: Sequence[_Fitting], scales: Sequence[float]) -> StepFactors:
-    """The prompt factor, rounds and overhead (ms at scale 1) with the smallest TTFT error."""
-    best: tuple[float, StepFactors] | None = None
-    measured = [row.measured[0] for row in rows]
-    for p_index, prefill in enumerate(PREFILL_GRID):
-        for r_index, rounds in enumerate(ROUND_CHOICES):
-            simulated = [row.ttft_grid[p_index][r_index] for row in rows]
-            for overhead in OVERHEAD_CHOICES_MS:
-                pairs = [
-                    (t + overhead * s, m)
-                    for t, s, m in zip(simulated, scales, measured, strict=True)
-                ]
-                score = _log_error(pairs)
-                if best is None or score < best[0]:
-                    best = (score, StepFactors(prefill, rounds, overhead, len(rows)))
-    assert best is not None
-    return best[1]
+def _fit_ttft(rows: Sequence[_Fitting], form: str) -> StepFactors:
+    """The prompt factor, rounds and overhead (ms at scale 1, and per client for the forms of
+    CLIENT_TERM_FORMS) with the smallest TTFT error; on a tie, the first in that order."""
+    scales = np.array([OVERHEAD_FORMS[form](row.sample.context) for row in rows])
+    clients = np.array([row.sample.context.row.concurrency or 1 for row in rows], dtype=float)
+    per_client = PER_CLIENT_CHOICES_MS if form in CLIENT_TERM_FORMS else (0.0,)
+    simulated = np.array([row.ttft_grid for row in rows])[..., np.newaxis]  # rows x P x R x 1
+    measured = np.array([row.measured[0] for row in rows])[:, None, None, None]
+    scores = []
+    for added in per_client:
+        overhead = np.multiply.outer(scales, OVERHEAD_CHOICES_MS) + added * clients[:, None]
+        predicted = simulated + overhead[:, None, None, :]  # rows x P x R x overheads
+        scores.append(_capped_log_error(predicted, measured))
+    best = np.unravel_index(np.argmin(np.stack(scores, axis=-1)), (*scores[0].shape, len(scores)))
+    p_index, r_index, o_index, c_index = (int(i) for i in best)
+    return StepFactors(
+        PREFILL_GRID[p_index],
+        ROUND_CHOICES[r_index],
+        OVERHEAD_CHOICES_MS[o_index],
+        len(rows),
+        per_client[c_index],
+    )
 
 
 def _fit_tpot(rows: Sequence[_Fitting], form: str) -> TpotFactors:
@@ -367,9 +389,8 @@ def _keyed(rows: Sequence[_Fitting], keys: Callable[[Sample], Sequence[tuple[str
 def _ttft_table(
     rows: Sequence[_Fitting], form: str, keys: str
 ) -> dict[tuple[str, ...], StepFactors]:
-    scale = OVERHEAD_FORMS[form]
     return {
-        key: _fit_ttft(members, [scale(m.sample.context) for m in members])
+        key: _fit_ttft(members, form)
         for key, members in sorted(_keyed(rows, KEY_FORMS[keys]).items())
     }
 
@@ -403,7 +424,6 @@ def _cv_ttft(
     predicted by factors fitted on the other folds' groups (a fold with nothing to fit on
     predicts nothing)."""
     pairs = []
-    scale = OVERHEAD_FORMS[form]
     for train, test in _folds(rows):
         calibration = Calibration(
             "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys)
@@ -413,7 +433,7 @@ def _cv_ttft(
             factors = calibration.ttft_factors(row.sample)
             p_index = PREFILL_GRID.index(factors.prefill)
             r_index = ROUND_CHOICES.index(factors.rounds)
-            overhead = factors.ttft_overhead_ms * scale(row.sample.context)
+            overhead = factors.overhead_ms(form, row.sample.context)
             loop = row.ttft_grid[p_index][r_index] + overhead
             pairs.append((_sourced_ttft(source, row.sample, loop, native), row.measured[0]))
     return _mdape(pairs)

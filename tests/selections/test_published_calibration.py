@@ -132,10 +132,10 @@ SYNTHETIC = (("meta-llama/Llama-3.1-8B-Instruct", 1), ("meta-llama/Llama-3.1-70B
 SYNTHETIC += (("openai/gpt-oss-120b", 2),)
 
 
-def _synthetic(overhead_form: str = "active_params") -> list[Sample]:
+def _synthetic(overhead_form: str = "active_params", per_client_ms: float = 0.0) -> list[Sample]:
     """Rows measured exactly as the roofline with prompt steps x0.5 over 3 rounds, plus 40 ms
-    at the overhead form's scale (per 10 B active parameters by default), and TPOT 0.8 x the
-    roofline's."""
+    at the overhead form's scale (per 10 B active parameters by default) and per_client_ms per
+    benchmark client, and TPOT 0.8 x the roofline's."""
     scale = OVERHEAD_FORMS[overhead_form]
     samples = []
     for model_path, tp in SYNTHETIC:
@@ -144,7 +144,7 @@ def _synthetic(overhead_form: str = "active_params") -> list[Sample]:
             context = sample.context
             steps = CalibratedStepTime(sample.provider, 0.5)
             ttft = simulate_row(steps, context).over_rounds(3).ttft_ms
-            ttft += 40.0 * scale(context)
+            ttft += 40.0 * scale(context) + per_client_ms * context.row.concurrency
             tpot = 0.8 * predict_row(sample.provider, context).tpot_ms
             row = replace(context.row, ttft_ms=ttft, tpot_ms=tpot)
             samples.append(Sample(replace(context, row=row), sample.provider))
@@ -170,6 +170,21 @@ def test_an_overhead_that_grows_with_the_clients_is_told_apart_from_a_constant_o
     assert calibration.cross_validation["ttft"]["concurrency"] == pytest.approx(0, abs=0.01)
     assert calibration.cross_validation["ttft"]["constant"] > 1
     assert calibration.ttft[("vllm",)].ttft_overhead_ms == 40.0
+
+
+def test_a_fixed_overhead_plus_one_per_client_is_fitted_as_two_terms() -> None:
+    calibration = fit_calibration(METHOD_ROOFLINE, _synthetic("constant", per_client_ms=2.0))
+
+    # 42 ms at one client to 72 ms at sixteen: neither a constant nor a share per client alone
+    scores = calibration.cross_validation["ttft"]
+    assert calibration.ttft_form == "constant_and_clients"
+    assert scores["constant_and_clients"] == pytest.approx(0, abs=0.01)
+    assert min(scores["constant"], scores["concurrency"]) > 1
+    factors = calibration.ttft[("vllm",)]
+    assert (factors.ttft_overhead_ms, factors.ttft_overhead_per_client_ms) == (40.0, 2.0)
+    sample = _synthetic("constant", per_client_ms=2.0)[4]  # 16 clients
+    predicted = calibration.predict(sample, predict_row(sample.provider, sample.context))
+    assert predicted.ttft_ms == pytest.approx(sample.context.row.ttft_ms)
 
 
 def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys() -> None:
