@@ -180,6 +180,7 @@ def _print_calibration(calibration: Calibration) -> None:
     factors fitted with them."""
     for metric, scores in calibration.cross_validation.items():
         chosen = {
+            "later_rounds": calibration.later_rounds,
             "ttft": calibration.ttft_form,
             "ttft_keys": calibration.ttft_keys,
             "ttft_source": calibration.ttft_source,

@@ -59,7 +59,11 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-from stackselect_domain.closedloop import FixedConcurrencyPrediction
+from stackselect_domain.closedloop import (
+    LATER_ROUNDS,
+    LATER_ROUNDS_REPEAT,
+    FixedConcurrencyPrediction,
+)
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
 from apps.selections.aiconfigurator_provider import AicServingEstimate
@@ -206,6 +210,7 @@ class Calibration:
     each form's pooled cross-validated MdAPE (%) on the fitting rows."""
 
     method: str
+    later_rounds: str = LATER_ROUNDS_REPEAT
     ttft_form: str = "constant"
     ttft_keys: str = KEYS_ENGINE
     tpot_form: str = TPOT_BASE
@@ -226,6 +231,7 @@ class Calibration:
 
     def as_dict(self) -> dict:
         return {
+            "later_rounds": self.later_rounds,
             "ttft_form": self.ttft_form,
             "ttft_keys": self.ttft_keys,
             "tpot_form": self.tpot_form,
@@ -250,7 +256,8 @@ class Calibration:
         the row's (_sourced_ttft)."""
         factors = self.ttft_factors(sample)
         provider = CalibratedStepTime(sample.provider, factors.prefill)
-        simulated = simulate_row(provider, sample.context).over_rounds(factors.rounds)
+        simulated = simulate_row(provider, sample.context, later_rounds=self.later_rounds)
+        simulated = simulated.over_rounds(factors.rounds)
         overhead = factors.overhead_ms(self.ttft_form, sample.context)
         scale = self.tpot_factors(sample).scale(sample.context.per_rank_concurrency)
         loop_ttft = simulated.ttft_ms + overhead
@@ -290,11 +297,12 @@ def _most_specific(table: dict, keys: Sequence[tuple[str, ...]], default):
 
 @dataclass(frozen=True)
 class _Fitting:
-    """A fitting row's simulations: TTFT (ms) by PREFILL_GRID x ROUND_CHOICES, the base TPOT."""
+    """A fitting row's simulations: TTFT (ms) by PREFILL_GRID x ROUND_CHOICES for each pattern
+    of the later rounds (LATER_ROUNDS), the base TPOT."""
 
     sample: Sample
     group: str
-    ttft_grid: tuple[tuple[float, ...], ...]
+    ttft_grids: dict[str, tuple[tuple[float, ...], ...]]
     base_tpot_ms: float
 
     @property
@@ -313,19 +321,34 @@ def _interpolated(rungs: Sequence[float], values: Sequence[float], at: float) ->
     return math.exp((1 - weight) * math.log(values[upper - 1]) + weight * math.log(values[upper]))
 
 
-def _fitting(sample: Sample) -> _Fitting:
-    simulated = [
-        simulate_row(CalibratedStepTime(sample.provider, prefill), sample.context)
-        for prefill in PREFILL_LADDER
-    ]
+def _ttft_grid(simulated: Sequence[FixedConcurrencyPrediction]) -> tuple[tuple[float, ...], ...]:
+    """TTFT by PREFILL_GRID x ROUND_CHOICES from the simulations at each PREFILL_LADDER rung."""
     by_rounds = [[s.over_rounds(r).ttft_ms for s in simulated] for r in ROUND_CHOICES]
-    grid = tuple(
+    return tuple(
         tuple(_interpolated(PREFILL_LADDER, by_rounds[r], p) for r in range(len(ROUND_CHOICES)))
         for p in PREFILL_GRID
     )
+
+
+def _fitting(sample: Sample) -> _Fitting:
+    simulated = {
+        later: [
+            simulate_row(
+                CalibratedStepTime(sample.provider, prefill), sample.context, later_rounds=later
+            )
+            for prefill in PREFILL_LADDER
+        ]
+        for later in LATER_ROUNDS
+    }
     row = sample.context.row
-    base = simulated[-1].over_rounds(BENCHMARK_ROUNDS)  # prompt factor 1: the base method
-    return _Fitting(sample, f"{row.model_path}|{row.system}|{row.backend}", grid, base.tpot_ms)
+    # prompt factor 1, the later rounds repeating: the base method's own prediction
+    base = simulated[LATER_ROUNDS_REPEAT][-1].over_rounds(BENCHMARK_ROUNDS)
+    return _Fitting(
+        sample,
+        f"{row.model_path}|{row.system}|{row.backend}",
+        {later: _ttft_grid(runs) for later, runs in simulated.items()},
+        base.tpot_ms,
+    )
 
 
 def _capped_log_error(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -336,13 +359,13 @@ def _capped_log_error(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray
     return np.minimum(np.abs(np.log(predicted / measured)), LOG_CAP).mean(axis=0)
 
 
-def _fit_ttft(rows: Sequence[_Fitting], form: str) -> StepFactors:
+def _fit_ttft(rows: Sequence[_Fitting], form: str, later: str) -> StepFactors:
     """The prompt factor, rounds and overhead (ms at scale 1, and per client for the forms of
     CLIENT_TERM_FORMS) with the smallest TTFT error; on a tie, the first in that order."""
     scales = np.array([OVERHEAD_FORMS[form](row.sample.context) for row in rows])
     clients = np.array([row.sample.context.row.concurrency or 1 for row in rows], dtype=float)
     per_client = PER_CLIENT_CHOICES_MS if form in CLIENT_TERM_FORMS else (0.0,)
-    simulated = np.array([row.ttft_grid for row in rows])[..., np.newaxis]  # rows x P x R x 1
+    simulated = np.array([row.ttft_grids[later] for row in rows])[..., np.newaxis]  # rows x P x R
     measured = np.array([row.measured[0] for row in rows])[:, None, None, None]
     scores = []
     for added in per_client:
@@ -387,10 +410,10 @@ def _keyed(rows: Sequence[_Fitting], keys: Callable[[Sample], Sequence[tuple[str
 
 
 def _ttft_table(
-    rows: Sequence[_Fitting], form: str, keys: str
+    rows: Sequence[_Fitting], form: str, keys: str, later: str
 ) -> dict[tuple[str, ...], StepFactors]:
     return {
-        key: _fit_ttft(members, form)
+        key: _fit_ttft(members, form, later)
         for key, members in sorted(_keyed(rows, KEY_FORMS[keys]).items())
     }
 
@@ -418,15 +441,15 @@ def _folds(rows: Sequence[_Fitting]):
 
 
 def _cv_ttft(
-    rows: Sequence[_Fitting], form: str, keys: str, source: str = TTFT_SOURCE_BASE
+    rows: Sequence[_Fitting], form: str, keys: str, later: str, source: str = TTFT_SOURCE_BASE
 ) -> float | None:
-    """Pooled TTFT MdAPE (%) of an overhead form, key choice and TTFT source, each fold
-    predicted by factors fitted on the other folds' groups (a fold with nothing to fit on
-    predicts nothing)."""
+    """Pooled TTFT MdAPE (%) of an overhead form, key choice, later rounds' pattern and TTFT
+    source, each fold predicted by factors fitted on the other folds' groups (a fold with
+    nothing to fit on predicts nothing)."""
     pairs = []
     for train, test in _folds(rows):
         calibration = Calibration(
-            "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys)
+            "cv", ttft_form=form, ttft_keys=keys, ttft=_ttft_table(train, form, keys, later)
         )
         native = {} if source == TTFT_SOURCE_BASE else _native_ttft_table(train)
         for row in test:
@@ -434,7 +457,7 @@ def _cv_ttft(
             p_index = PREFILL_GRID.index(factors.prefill)
             r_index = ROUND_CHOICES.index(factors.rounds)
             overhead = factors.overhead_ms(form, row.sample.context)
-            loop = row.ttft_grid[p_index][r_index] + overhead
+            loop = row.ttft_grids[later][p_index][r_index] + overhead
             pairs.append((_sourced_ttft(source, row.sample, loop, native), row.measured[0]))
     return _mdape(pairs)
 
@@ -499,26 +522,40 @@ def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     if not fitting:
         raise ValueError("samples: no published row outside the held-out split to fit on")
     rows = [_fitting(s) for s in sorted(fitting, key=lambda sample: sample.context.row.key)]
-    # the overhead form with factors per engine first, then whether per engine and family
-    ttft = {form: _cv_ttft(rows, form, KEYS_ENGINE) for form in OVERHEAD_FORMS}
+    # the later rounds' pattern and the overhead form, with factors per engine, first (each
+    # pattern scored by its best form); then whether per engine and family
+    by_pattern = {
+        later: {form: _cv_ttft(rows, form, KEYS_ENGINE, later) for form in OVERHEAD_FORMS}
+        for later in LATER_ROUNDS
+    }
+    patterns = {
+        later: min((score for score in scores.values() if score is not None), default=None)
+        for later, scores in by_pattern.items()
+    }
+    later = _chosen(patterns)
+    ttft = by_pattern[later]
     ttft_form = _chosen(ttft)
-    ttft_keys = {keys: _cv_ttft(rows, ttft_form, keys) for keys in KEY_FORMS}
+    ttft_keys = {keys: _cv_ttft(rows, ttft_form, keys, later) for keys in KEY_FORMS}
     cv_tpot = {form: _cv_tpot(rows, form) for form in TPOT_FORMS}
     tpot = {form: _mdape(_tpot_pairs(predicted)) for form, predicted in cv_tpot.items()}
     keys, tpot_form = _chosen(ttft_keys), _chosen(tpot)
-    ttft_sources = {source: _cv_ttft(rows, ttft_form, keys, source) for source in TTFT_SOURCES}
+    ttft_sources = {
+        source: _cv_ttft(rows, ttft_form, keys, later, source) for source in TTFT_SOURCES
+    }
     tpot_sources = _tpot_sources(cv_tpot[tpot_form])
     return Calibration(
         method=method,
+        later_rounds=later,
         ttft_form=ttft_form,
         ttft_keys=keys,
         tpot_form=tpot_form,
         tpot_source=_chosen(tpot_sources),
         ttft_source=_chosen(ttft_sources),
-        ttft=_ttft_table(rows, ttft_form, keys),
+        ttft=_ttft_table(rows, ttft_form, keys, later),
         native_ttft=_native_ttft_table(rows),
         tpot=_tpot_table(rows, tpot_form),
         cross_validation={
+            "later_rounds": patterns,
             "ttft": ttft,
             "ttft_keys": ttft_keys,
             "ttft_source": ttft_sources,

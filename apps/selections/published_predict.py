@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from stackselect_domain.closedloop import (
+    LATER_ROUNDS_REPEAT,
     SCHEDULE_MIXED,
     SCHEDULE_PREFILL_FIRST,
     FixedConcurrencyPrediction,
@@ -40,8 +41,9 @@ from apps.selections.estimator import Efficiency, Parallelism, build_step_cost
 DEFAULT_BUDGET = 8192
 LARGE_GPU_BUDGETS = {"sglang": (160, 16384)}  # engine: (from this many GB, budget)
 SCHEDULES = {"sglang": SCHEDULE_PREFILL_FIRST}
-# Rounds simulated per client: the synchronised first round, the one its queue spreads out, and
-# one in the pattern every later round repeats (fixed lengths keep the clients' spacing).
+# Rounds simulated per client: the synchronised first round and two later ones (repeating: the
+# one its queue spreads out and one in the pattern every later round repeats, as fixed lengths
+# keep the clients' spacing; spread: two rounds of clients spread over a request's lifetime).
 SIMULATED_ROUNDS = 3
 # Rounds per client an uncalibrated prediction assumes: the benchmark AIConfigurator generates
 # runs concurrency x 20 requests after 2 x concurrency warm-up ones (its generator's
@@ -145,8 +147,11 @@ def aiconfigurator_native_for(context: RowContext) -> AicServingEstimate:
     )
 
 
-def simulate_row(provider: StepTimeProvider, context: RowContext) -> FixedConcurrencyPrediction:
-    """The row's clients by this provider, starting together, for SIMULATED_ROUNDS rounds; its
+def simulate_row(
+    provider: StepTimeProvider, context: RowContext, *, later_rounds: str = LATER_ROUNDS_REPEAT
+) -> FixedConcurrencyPrediction:
+    """The row's clients by this provider, starting together, for SIMULATED_ROUNDS rounds, the
+    later ones in the `later_rounds` pattern (stackselect_domain.closedloop); its
     `over_rounds(n)` is what a benchmark of n rounds per client measures."""
     row = context.row
     return predict_fixed_concurrency(
@@ -157,6 +162,7 @@ def simulate_row(provider: StepTimeProvider, context: RowContext) -> FixedConcur
         max_batched_tokens=context.token_budget,
         schedule=SCHEDULES.get(row.engine_slug or "", SCHEDULE_MIXED),
         lifetimes=SIMULATED_ROUNDS,
+        later_rounds=later_rounds,
     )
 
 

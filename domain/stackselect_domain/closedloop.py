@@ -4,11 +4,21 @@ This is the condition published tables measure: `concurrency` clients each send 
 isl prompt tokens for osl output tokens, and send the next one the moment the last finishes.
 How many prompts arrive together is the question that sets TTFT. A benchmark client (aiperf,
 vLLM's benchmark_serving) starts its clients together, so the first round's prompts queue for the
-prefill budget behind each other; that queue spreads the clients out, and with fixed lengths the
-later rounds return in the same pattern and mostly wait for one step. The measured mean TTFT is
-therefore the first round's queue amortised over however many rounds the benchmark runs: the
-prediction keeps each simulated round's mean (`ttft_by_round_ms`), and `over_rounds(n)` weighs
-them for an n-round run, the rounds past the simulated ones counting as the last simulated one.
+prefill budget behind each other. What the later rounds do is one of two patterns
+(`later_rounds`):
+
+- "repeat": that queue spreads the clients out, and with fixed lengths the later rounds return
+  in the same pattern and mostly wait for one step;
+- "spread": a real run's timing jitter (a response read a little late, a step a little slower)
+  splits clients that arrived together, and with fixed lengths clients that have split never
+  arrive together again, so over a long run their arrivals spread across a request's lifetime;
+  the later rounds are simulated from the clients spread evenly over it (in at most
+  SPREAD_COHORTS groups), and a prompt mostly shares its step with decodes, not other prompts.
+
+The measured mean TTFT is the first round's queue amortised over however many rounds the
+benchmark runs: the prediction keeps each simulated round's mean (`ttft_by_round_ms`), and
+`over_rounds(n)` weighs them for an n-round run, the rounds past the simulated ones counting as
+the last simulated one.
 
 The engine loop is simulated on cohorts (requests in the same state move together) and stretches
 of pure decoding are taken in one stride, so a run of several request lifetimes costs a few
@@ -30,6 +40,12 @@ from stackselect_domain.steptime import StepBatch, StepTimeProvider
 SCHEDULE_MIXED = "mixed"
 SCHEDULE_PREFILL_FIRST = "prefill_first"
 SCHEDULES = (SCHEDULE_MIXED, SCHEDULE_PREFILL_FIRST)
+LATER_ROUNDS_REPEAT = "repeat"
+LATER_ROUNDS_SPREAD = "spread"
+LATER_ROUNDS = (LATER_ROUNDS_REPEAT, LATER_ROUNDS_SPREAD)
+# Most groups the spread pattern keeps its clients in: a prompt rarely shares its step with
+# another, and a round costs about a hundred provider calls whatever the concurrency.
+SPREAD_COHORTS = 32
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,31 @@ class _Loop:
         return finished
 
 
+def _spread(loop: _Loop, concurrency: int) -> None:
+    """Seed the loop with the clients in up to SPREAD_COHORTS groups whose requests are evenly
+    far through their decoding; those seed requests (round -1) are not tallied."""
+    groups = min(concurrency, SPREAD_COHORTS)
+    size, larger = divmod(concurrency, groups)
+    for index in range(groups):
+        generated = 1 + index * (loop.osl - 1) // groups
+        loop.decoding.append(_Decoding(size + (index < larger), generated, 0.0, 0.0, -1))
+
+
+def _tally_rounds(loop: _Loop, concurrency: int, count: int) -> list[_Tally]:
+    """Run the loop until `count` rounds of every client have finished; round r's tally."""
+    rounds = [_Tally() for _ in range(count)]
+    while rounds[-1].requests < concurrency:
+        for cohort in loop.step():
+            if not 0 <= cohort.round < count:
+                continue
+            tally = rounds[cohort.round]
+            tally.requests += cohort.count
+            tally.ttft_s += cohort.count * (cohort.first_token_s - cohort.arrived_s)
+            decode_s = loop.now - cohort.first_token_s
+            tally.tpot_s += cohort.count * decode_s / (loop.osl - 1)
+    return rounds
+
+
 def predict_fixed_concurrency(
     provider: StepTimeProvider,
     *,
@@ -181,11 +222,14 @@ def predict_fixed_concurrency(
     max_batched_tokens: int = 8192,
     schedule: str = SCHEDULE_MIXED,
     lifetimes: int = 3,
+    later_rounds: str = LATER_ROUNDS_REPEAT,
 ) -> FixedConcurrencyPrediction:
     """Mean TTFT and TPOT of `concurrency` closed-loop clients over `lifetimes` rounds.
 
-    The clients send their first prompts together at time 0; every request from then on counts,
-    the first round included, as in a benchmark run. Raises ValueError on a bad argument.
+    The clients send their first prompts together at time 0; the rounds after the first follow
+    the `later_rounds` pattern (the module's docstring says what each assumes). Every request
+    counts, the first round included, as in a benchmark run. Raises ValueError on a bad
+    argument.
     """
     for name, value in (
         ("isl", isl),
@@ -199,18 +243,22 @@ def predict_fixed_concurrency(
         raise ValueError("max_batched_tokens: must be at least 1")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule: must be one of {', '.join(SCHEDULES)}")
-    loop = _Loop(provider, isl, max(osl, 2), max_batched_tokens, schedule)
-    loop.waiting.append(_Waiting(concurrency, 0, 0.0))
-    rounds = [_Tally() for _ in range(lifetimes)]
-    while rounds[-1].requests < concurrency:
-        for cohort in loop.step():
-            if cohort.round >= lifetimes:
-                continue
-            tally = rounds[cohort.round]
-            tally.requests += cohort.count
-            tally.ttft_s += cohort.count * (cohort.first_token_s - cohort.arrived_s)
-            decode_s = loop.now - cohort.first_token_s
-            tally.tpot_s += cohort.count * decode_s / (loop.osl - 1)
+    if later_rounds not in LATER_ROUNDS:
+        raise ValueError(f"later_rounds: must be one of {', '.join(LATER_ROUNDS)}")
+
+    def loop() -> _Loop:
+        return _Loop(provider, isl, max(osl, 2), max_batched_tokens, schedule)
+
+    together = loop()
+    together.waiting.append(_Waiting(concurrency, 0, 0.0))
+    if later_rounds == LATER_ROUNDS_REPEAT:
+        rounds = _tally_rounds(together, concurrency, lifetimes)
+    else:
+        rounds = _tally_rounds(together, concurrency, 1)
+        if lifetimes > 1:
+            spread = loop()
+            _spread(spread, concurrency)
+            rounds += _tally_rounds(spread, concurrency, lifetimes - 1)
     requests = sum(t.requests for t in rounds)
     return FixedConcurrencyPrediction(
         ttft_ms=sum(t.ttft_s for t in rounds) / requests * 1e3,

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 from stackselect_domain.closedloop import (
+    LATER_ROUNDS_REPEAT,
+    LATER_ROUNDS_SPREAD,
     SCHEDULE_MIXED,
     SCHEDULE_PREFILL_FIRST,
     predict_fixed_concurrency,
@@ -54,6 +56,29 @@ def test_each_round_is_tallied_and_a_longer_run_amortises_the_first_rounds_queue
         result.over_rounds(0)
 
 
+@pytest.mark.parametrize(
+    ("schedule", "later", "later_ttft_ms"),
+    [
+        # repeat: the four clients finish together and come back together, every round
+        (SCHEDULE_MIXED, LATER_ROUNDS_REPEAT, 41.0),
+        # spread: one prompt (1 + 10 ms) with the three other clients' decodes riding (0.3 ms)
+        (SCHEDULE_MIXED, LATER_ROUNDS_SPREAD, 11.3),
+        # ... and prefill-first, the prompt's step carries no decode
+        (SCHEDULE_PREFILL_FIRST, LATER_ROUNDS_SPREAD, 11.0),
+    ],
+)
+def test_later_rounds_repeat_the_first_rounds_pattern_or_spread_the_clients(
+    schedule: str, later: str, later_ttft_ms: float
+) -> None:
+    # four prompts fit one 8,192-token step: started together they share it (1 + 40 ms)
+    args = {"isl": 1000, "osl": 100, "concurrency": 4, "lifetimes": 3, "schedule": schedule}
+    result = predict_fixed_concurrency(LinearSteps(), **args, later_rounds=later)
+    first, *rest = result.ttft_by_round_ms
+    assert first == pytest.approx(41.0)
+    assert rest == pytest.approx([later_ttft_ms, later_ttft_ms])
+    assert result.requests == 12
+
+
 def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
     # a budget of one prompt: the first client's prompt takes the first step (2 ms) alone;
     # mixed, its decode then rides along and takes a token of the second prompt's budget, so
@@ -74,6 +99,7 @@ def test_prefill_first_scheduling_keeps_decodes_out_of_prompt_steps() -> None:
         ({"max_batched_tokens": 0}, "max_batched_tokens"),
         ({"schedule": "fifo"}, "schedule"),
         ({"lifetimes": 0}, "lifetimes"),
+        ({"later_rounds": "random"}, "later_rounds"),
     ],
 )
 def test_a_bad_argument_is_refused_by_name(arguments: dict, message: str) -> None:

@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
+from stackselect_domain.closedloop import LATER_ROUNDS_REPEAT, LATER_ROUNDS_SPREAD
 from stackselect_domain.steptime import METHOD_CALIBRATED, METHOD_ROOFLINE, StepBatch
 
 from apps.catalog.loading import fixture_instances
@@ -132,10 +133,15 @@ SYNTHETIC = (("meta-llama/Llama-3.1-8B-Instruct", 1), ("meta-llama/Llama-3.1-70B
 SYNTHETIC += (("openai/gpt-oss-120b", 2),)
 
 
-def _synthetic(overhead_form: str = "active_params", per_client_ms: float = 0.0) -> list[Sample]:
-    """Rows measured exactly as the roofline with prompt steps x0.5 over 3 rounds, plus 40 ms
-    at the overhead form's scale (per 10 B active parameters by default) and per_client_ms per
-    benchmark client, and TPOT 0.8 x the roofline's."""
+def _synthetic(
+    overhead_form: str = "active_params",
+    per_client_ms: float = 0.0,
+    later: str = LATER_ROUNDS_REPEAT,
+) -> list[Sample]:
+    """Rows measured exactly as the roofline with prompt steps x0.5 over 3 rounds (the later
+    ones in the `later` pattern), plus 40 ms at the overhead form's scale (per 10 B active
+    parameters by default) and per_client_ms per benchmark client, and TPOT 0.8 x the
+    roofline's."""
     scale = OVERHEAD_FORMS[overhead_form]
     samples = []
     for model_path, tp in SYNTHETIC:
@@ -143,7 +149,7 @@ def _synthetic(overhead_form: str = "active_params", per_client_ms: float = 0.0)
             sample = _sample(index, model_path, 1.0, 1.0, tp=tp)
             context = sample.context
             steps = CalibratedStepTime(sample.provider, 0.5)
-            ttft = simulate_row(steps, context).over_rounds(3).ttft_ms
+            ttft = simulate_row(steps, context, later_rounds=later).over_rounds(3).ttft_ms
             ttft += 40.0 * scale(context) + per_client_ms * context.row.concurrency
             tpot = 0.8 * predict_row(sample.provider, context).tpot_ms
             row = replace(context.row, ttft_ms=ttft, tpot_ms=tpot)
@@ -153,6 +159,7 @@ def _synthetic(overhead_form: str = "active_params", per_client_ms: float = 0.0)
 
 def test_cross_validation_on_the_fitted_groups_picks_the_forms_the_rows_follow() -> None:
     calibration = fit_calibration(METHOD_ROOFLINE, _synthetic())
+    assert calibration.later_rounds == LATER_ROUNDS_REPEAT
     assert calibration.ttft_form == "active_params"
     assert calibration.cross_validation["ttft"]["active_params"] == pytest.approx(0, abs=0.01)
     assert calibration.cross_validation["ttft"]["constant"] > 1
@@ -170,6 +177,19 @@ def test_an_overhead_that_grows_with_the_clients_is_told_apart_from_a_constant_o
     assert calibration.cross_validation["ttft"]["concurrency"] == pytest.approx(0, abs=0.01)
     assert calibration.cross_validation["ttft"]["constant"] > 1
     assert calibration.ttft[("vllm",)].ttft_overhead_ms == 40.0
+
+
+def test_rows_whose_clients_spread_out_after_the_first_round_are_told_apart() -> None:
+    samples = _synthetic("constant", later=LATER_ROUNDS_SPREAD)
+    calibration = fit_calibration(METHOD_ROOFLINE, samples)
+
+    scores = calibration.cross_validation["later_rounds"]
+    assert calibration.later_rounds == LATER_ROUNDS_SPREAD
+    assert scores[LATER_ROUNDS_SPREAD] == pytest.approx(0, abs=0.01)
+    assert scores[LATER_ROUNDS_REPEAT] > 1
+    sample = samples[4]  # 16 clients, whose prompts share steps only in the first round
+    predicted = calibration.predict(sample, predict_row(sample.provider, sample.context))
+    assert predicted.ttft_ms == pytest.approx(sample.context.row.ttft_ms)
 
 
 def test_a_fixed_overhead_plus_one_per_client_is_fitted_as_two_terms() -> None:
