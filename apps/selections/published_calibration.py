@@ -28,18 +28,20 @@ calibrated loop's, AIConfigurator's own TTFT scaled per engine, or the geometric
 The forms and keys are chosen by leave-group-out cross validation on the fitting rows alone:
 their (model, system, engine) groups are split CV_FOLDS ways by another hash, each fold is
 predicted by factors fitted on the others, and the choice with the smallest pooled median
-absolute error wins (ties keep the simpler one): the overhead form with factors per engine,
-then the TTFT keys for that form, the TTFT source, the TPOT form, and the TPOT source (the
-native estimate has nothing to fit but its TTFT factor, so its error on every fitting row is out
-of sample; a row it does not answer keeps the loop's TTFT and the chosen form's cross-validated
-TPOT). The held-out rows play no part in it.
+absolute error wins (ties keep the simpler one): the later rounds' pattern (`later_rounds`:
+the benchmark's later rounds repeating the first round's pattern, or its clients spread out;
+stackselect_domain.closedloop), each scored by its best overhead form, and that overhead form
+with factors per engine, then the TTFT keys for that form, the TTFT source, the TPOT form, and
+the TPOT source (the native estimate has nothing to fit but its TTFT factor, so its error on
+every fitting row is out of sample; a row it does not answer keeps the loop's TTFT and the
+chosen form's cross-validated TPOT). The held-out rows play no part in it.
 
-Each fitting row is simulated once per prompt factor of PREFILL_LADDER; the TTFT at a factor
-between two rungs is interpolated (log-log), so fitting, cross validation and the form choice
-are arithmetic on those simulations. A prediction simulates at the fitted factor itself.
-Fitting skips every row of the held-out split (apps/catalog/published_sample.held_out) before
-any arithmetic, so perturbing one cannot move a factor or a form
-(tests/selections/test_published_calibration.py checks that).
+Each fitting row is simulated once per prompt factor of PREFILL_LADDER and later rounds'
+pattern; the TTFT at a factor between two rungs is interpolated (log-log), so fitting, cross
+validation and the form choice are arithmetic on those simulations. A prediction simulates at
+the fitted factor itself. Fitting skips every row of the held-out split
+(apps/catalog/published_sample.held_out) before any arithmetic, so perturbing one cannot move a
+factor or a form (tests/selections/test_published_calibration.py checks that).
 
 The calibrated method is the accuracy benchmark's (bench/bench_accuracy.py): its rounds and
 overhead describe a published benchmark's TTFT, not a step. The fitted factors are written to
