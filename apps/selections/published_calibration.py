@@ -90,6 +90,12 @@ MIN_ROWS = 8  # fewer fitting rows for a key: use the next less specific key
 CV_FOLDS = 4
 TPOT_SLOPES = tuple(k / 40 for k in range(-8, 9))  # -0.2 .. 0.2
 
+
+def _clients(context: RowContext) -> int:
+    """The benchmark's clients on the row (one where it states none)."""
+    return context.row.concurrency or 1
+
+
 # Overhead scale of a row under each TTFT form: the fitted overhead is in ms at scale 1
 # (10 B active parameters, a 1,000-token prompt, or 10 concurrent clients).
 OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
@@ -102,7 +108,7 @@ OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
     "prompt_tokens": lambda context: context.row.isl / 1000,
     # The server's front end (HTTP, tokenising, streaming) serves its clients' requests one at a
     # time, so the time a request waits there grows with how many arrive together.
-    "concurrency": lambda context: (context.row.concurrency or 1) / 10,
+    "concurrency": lambda context: _clients(context) / 10,
     # A constant, plus a term per client (CLIENT_TERM_FORMS): at one client the front end's
     # share is small and a fixed cost per request is most of the overhead, at hundreds the other
     # clients' requests are.
@@ -148,9 +154,8 @@ class StepFactors:
 
     def overhead_ms(self, form: str, context: RowContext) -> float:
         """The row's TTFT overhead under an overhead form (OVERHEAD_FORMS)."""
-        clients = context.row.concurrency or 1
         scaled = self.ttft_overhead_ms * OVERHEAD_FORMS[form](context)
-        return scaled + self.ttft_overhead_per_client_ms * clients
+        return scaled + self.ttft_overhead_per_client_ms * _clients(context)
 
 
 @dataclass(frozen=True)
@@ -365,7 +370,7 @@ def _fit_ttft(rows: Sequence[_Fitting], form: str, later: str) -> StepFactors:
     """The prompt factor, rounds and overhead (ms at scale 1, and per client for the forms of
     CLIENT_TERM_FORMS) with the smallest TTFT error; on a tie, the first in that order."""
     scales = np.array([OVERHEAD_FORMS[form](row.sample.context) for row in rows])
-    clients = np.array([row.sample.context.row.concurrency or 1 for row in rows], dtype=float)
+    clients = np.array([_clients(row.sample.context) for row in rows], dtype=float)
     per_client = PER_CLIENT_CHOICES_MS if form in CLIENT_TERM_FORMS else (0.0,)
     simulated = np.array([row.ttft_grids[later] for row in rows])[..., np.newaxis]  # rows x P x R
     measured = np.array([row.measured[0] for row in rows])[:, None, None, None]
