@@ -13,7 +13,7 @@ to overall):
   roofline leave it out, and at low concurrency it is most of a short prompt's TTFT. It is
   `ttft_overhead_ms` times the row's overhead scale under the calibration's `ttft_form`
   (OVERHEAD_FORMS: a constant, or growing with the model's active parameters, the prompt or
-  the benchmark's concurrency), plus, for the forms of CLIENT_TERM_FORMS,
+  the benchmark's concurrency), plus, for a form that fits one (`OverheadForm.per_client`),
   `ttft_overhead_per_client_ms` times the benchmark's clients: a fixed cost per request and
   the front end's cost of the other clients' requests, two terms where the other forms have one;
 and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
@@ -96,25 +96,33 @@ def _clients(context: RowContext) -> int:
     return context.row.concurrency or 1
 
 
-# Overhead scale of a row under each TTFT form: the fitted overhead is in ms at scale 1
-# (10 B active parameters, a 1,000-token prompt, or 10 concurrent clients).
-OVERHEAD_FORMS: dict[str, Callable[[RowContext], float]] = {
-    "constant": lambda context: 1.0,
-    "sqrt_active_params": lambda context: math.sqrt(context.model.params_active_b / 10),
-    "active_params": lambda context: context.model.params_active_b / 10,
-    "active_params_per_gpu": lambda context: (
-        context.model.params_active_b / 10 / context.parallelism().gpus
+@dataclass(frozen=True)
+class OverheadForm:
+    """How a row's TTFT overhead grows: `scale` is the row's multiple of the fitted overhead (in
+    ms at scale 1: 10 B active parameters, a 1,000-token prompt, or 10 concurrent clients), and
+    a form `per_client` also fits a term per benchmark client beside it."""
+
+    scale: Callable[[RowContext], float]
+    per_client: bool = False
+
+
+OVERHEAD_FORMS: dict[str, OverheadForm] = {
+    "constant": OverheadForm(lambda context: 1.0),
+    "sqrt_active_params": OverheadForm(
+        lambda context: math.sqrt(context.model.params_active_b / 10)
     ),
-    "prompt_tokens": lambda context: context.row.isl / 1000,
+    "active_params": OverheadForm(lambda context: context.model.params_active_b / 10),
+    "active_params_per_gpu": OverheadForm(
+        lambda context: context.model.params_active_b / 10 / context.parallelism().gpus
+    ),
+    "prompt_tokens": OverheadForm(lambda context: context.row.isl / 1000),
     # The server's front end (HTTP, tokenising, streaming) serves its clients' requests one at a
     # time, so the time a request waits there grows with how many arrive together.
-    "concurrency": lambda context: _clients(context) / 10,
-    # A constant, plus a term per client (CLIENT_TERM_FORMS): at one client the front end's
-    # share is small and a fixed cost per request is most of the overhead, at hundreds the other
-    # clients' requests are.
-    "constant_and_clients": lambda context: 1.0,
+    "concurrency": OverheadForm(lambda context: _clients(context) / 10),
+    # A constant plus a term per client: at one client the front end's share is small and a
+    # fixed cost per request is most of the overhead, at hundreds the other clients' requests are.
+    "constant_and_clients": OverheadForm(lambda context: 1.0, per_client=True),
 }
-CLIENT_TERM_FORMS = frozenset({"constant_and_clients"})
 TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "base",
     "engine",
@@ -154,7 +162,7 @@ class StepFactors:
 
     def overhead_ms(self, form: str, context: RowContext) -> float:
         """The row's TTFT overhead under an overhead form (OVERHEAD_FORMS)."""
-        scaled = self.ttft_overhead_ms * OVERHEAD_FORMS[form](context)
+        scaled = self.ttft_overhead_ms * OVERHEAD_FORMS[form].scale(context)
         return scaled + self.ttft_overhead_per_client_ms * _clients(context)
 
 
@@ -368,10 +376,11 @@ def _capped_log_error(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray
 
 def _fit_ttft(rows: Sequence[_Fitting], form: str, later: str) -> StepFactors:
     """The prompt factor, rounds and overhead (ms at scale 1, and per client for the forms of
-    CLIENT_TERM_FORMS) with the smallest TTFT error; on a tie, the first in that order."""
-    scales = np.array([OVERHEAD_FORMS[form](row.sample.context) for row in rows])
+    the forms that fit one) with the smallest TTFT error; on a tie, the first in that order."""
+    shape = OVERHEAD_FORMS[form]
+    scales = np.array([shape.scale(row.sample.context) for row in rows])
     clients = np.array([_clients(row.sample.context) for row in rows], dtype=float)
-    per_client = PER_CLIENT_CHOICES_MS if form in CLIENT_TERM_FORMS else (0.0,)
+    per_client = PER_CLIENT_CHOICES_MS if shape.per_client else (0.0,)
     simulated = np.array([row.ttft_grids[later] for row in rows])[..., np.newaxis]  # rows x P x R
     measured = np.array([row.measured[0] for row in rows])[:, None, None, None]
     scores = []

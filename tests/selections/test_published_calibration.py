@@ -142,7 +142,7 @@ def _synthetic(
     ones in the `later` pattern), plus 40 ms at the overhead form's scale (per 10 B active
     parameters by default) and per_client_ms per benchmark client, and TPOT 0.8 x the
     roofline's."""
-    scale = OVERHEAD_FORMS[overhead_form]
+    scale = OVERHEAD_FORMS[overhead_form].scale
     samples = []
     for model_path, tp in SYNTHETIC:
         for index in range(8):
