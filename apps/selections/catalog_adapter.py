@@ -156,12 +156,22 @@ def _matching_tier(release: EngineRelease, accelerator: Accelerator) -> dict[str
     return {}
 
 
+# A replica of no named engine schedules with the fallbacks above.
+FALLBACK_BUDGETS = SchedulerBudgets(
+    max_num_seqs=FALLBACK_MAX_SEQS, max_num_batched_tokens=FALLBACK_BATCHED_TOKENS
+)
+
+
 def scheduler_budgets(release: EngineRelease, accelerator: Accelerator) -> SchedulerBudgets:
     """The release's recorded budgets on this accelerator (its budget tiers, when the engine
-    resolves them from the GPU), with the fallbacks above: the one place they apply.
+    resolves them from the GPU), with the fallbacks above."""
+    return _budgets(release, _matching_tier(release, accelerator))
 
-    The token budget is never below the sequence budget (vLLM enforces the same)."""
-    tier = _matching_tier(release, accelerator)
+
+def _budgets(release: EngineRelease, tier: dict[str, Any]) -> SchedulerBudgets:
+    """The budgets of the release's matching tier, else its recorded ones, else the fallbacks:
+    the one place they apply. The token budget is never below the sequence budget (vLLM
+    enforces the same)."""
     max_seqs = tier.get("max_num_seqs") or release.max_num_seqs or FALLBACK_MAX_SEQS
     tokens = (
         tier.get("max_num_batched_tokens")
@@ -176,13 +186,15 @@ def scheduler_record(release: EngineRelease | None, accelerator: Accelerator) ->
     where each comes from (the engine's default on that GPU, its recorded default, or the
     fallback above), for the page and the API."""
     if release is None:
+        tokens, seqs = FALLBACK_BUDGETS.max_num_batched_tokens, FALLBACK_BUDGETS.max_num_seqs
         return {
-            "max_num_batched_tokens": FALLBACK_BATCHED_TOKENS,
-            "max_num_seqs": FALLBACK_MAX_SEQS,
-            "note": f"no engine named: our fallback budgets, {FALLBACK_BATCHED_TOKENS} tokens "
-            f"per step and {FALLBACK_MAX_SEQS} sequences",
+            "max_num_batched_tokens": tokens,
+            "max_num_seqs": seqs,
+            "note": f"no engine named: our fallback budgets, {tokens} tokens per step and "
+            f"{seqs} sequences",
         }
-    tier, budgets = _matching_tier(release, accelerator), scheduler_budgets(release, accelerator)
+    tier = _matching_tier(release, accelerator)
+    budgets = _budgets(release, tier)
 
     def origin(name: str) -> str:
         if tier.get(name):

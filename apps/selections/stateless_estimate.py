@@ -19,9 +19,8 @@ from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections.candidates.capacity import FALLBACK_FRACTION, memory_rule
 from apps.selections.catalog_adapter import (
-    FALLBACK_BATCHED_TOKENS,
     FALLBACK_BLOCK_SIZE,
-    FALLBACK_MAX_SEQS,
+    FALLBACK_BUDGETS,
     accelerator_spec,
     default_kv_dtype,
     engine_config,
@@ -239,8 +238,8 @@ def _config(
     if release is not None:
         return engine_config(release, accelerator, kv_capacity_tokens=kv_capacity_tokens)
     return EngineConfig(
-        max_num_batched_tokens=FALLBACK_BATCHED_TOKENS,
-        max_num_seqs=FALLBACK_MAX_SEQS,
+        max_num_batched_tokens=FALLBACK_BUDGETS.max_num_batched_tokens,
+        max_num_seqs=FALLBACK_BUDGETS.max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens,
         kv_block_size=FALLBACK_BLOCK_SIZE,
     )
