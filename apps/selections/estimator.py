@@ -186,6 +186,18 @@ class Parallelism:
         return self.tp * self.pp
 
     @property
+    def expert_ranks(self) -> int:
+        """The GPUs a layer's routed experts are split over: the EP ranks, else the TP ranks."""
+        return self.ep if self.ep > 1 else self.tp
+
+    @property
+    def expert_token_sources(self) -> int:
+        """How many token partitions feed one GPU's experts. TP ranks share their tokens, so
+        with ep <= tp a GPU's experts see its replica's tokens alone; with ep > tp (attention
+        data parallel) they also take the tokens of ep / tp - 1 other replicas."""
+        return max(1, self.ep // self.tp)
+
+    @property
     def needs_interconnect(self) -> bool:
         return self.tp > 1 or self.pp > 1 or self.ep > 1
 
@@ -306,9 +318,8 @@ def _weight_bytes(
     The dense part splits over TP; routed experts split over EP when ep > 1, otherwise over TP.
     """
     bytes_per_weight = weight_precision(precision).bytes_per_weight
-    expert_ranks = parallelism.ep if parallelism.ep > 1 else parallelism.tp
     dense = model.dense_params_b / parallelism.tp
-    experts = model.experts_total * model.expert_params_b / expert_ranks * expert_share
+    experts = model.experts_total * model.expert_params_b / parallelism.expert_ranks * expert_share
     return (dense + experts) * GB * bytes_per_weight
 
 
@@ -503,13 +514,15 @@ def build_step_cost(
             "interconnect_gbps",
             "is required when tp, pp or ep > 1",
         )
-    touched = experts_touched_fraction(model=model, batch=decode_batch)
-    expert_ranks = parallelism.ep if parallelism.ep > 1 else parallelism.tp
-    # The wire formula has one compute rate: expert GEMMs, which reach expert_compute of it,
-    # count as that much more work.
+    sources = parallelism.expert_token_sources
+    touched = experts_touched_fraction(model=model, batch=decode_batch * sources)
+    # Per token of its replica a GPU computes its experts' share of experts_active experts, for
+    # the tokens of every replica that feeds them. The wire formula has one compute rate: expert
+    # GEMMs, which reach expert_compute of it, count as that much more work.
+    expert_share = sources / parallelism.expert_ranks / efficiency.expert_compute
     work_params = (
         model.dense_params_b / parallelism.tp
-        + model.experts_active * model.expert_params_b / expert_ranks / efficiency.expert_compute
+        + model.experts_active * model.expert_params_b * expert_share
     )
     context_factor = _kv_context_factor(model, context)
     shard = _kv_shard_fraction(model, parallelism) * parallelism.pp
@@ -612,7 +625,9 @@ def estimate_latency(
         decode_kv + prefills_per_step * isl,
         decode_kv + prefills_per_step * _triangle(isl),
     )
-    touched = experts_touched_fraction(model=model, batch=concurrency)
+    touched = experts_touched_fraction(
+        model=model, batch=concurrency * parallelism.expert_token_sources
+    )
     floor = _weight_bytes(model, precision, parallelism, touched) / (accel.bandwidth_tbps * 1e12)
     return LatencyEstimate(
         ttft_ms=ttft * 1e3,

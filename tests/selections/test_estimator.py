@@ -369,6 +369,36 @@ def test_routed_expert_flops_count_at_the_expert_share_of_the_dense_rate():
         Efficiency(expert_compute=0)
 
 
+def test_attention_data_parallel_experts_also_compute_the_other_replicas_tokens():
+    def cost(parallelism, decode_batch):
+        return build_step_cost(
+            model=DEEPSEEK_V3,
+            accel=H200,
+            precision="fp8",
+            parallelism=parallelism,
+            efficiency=Efficiency(expert_compute=1.0),
+            decode_batch=decode_batch,
+            context=1000,
+        )
+
+    dep8 = cost(Parallelism(tp=1, dp=8, ep=8), decode_batch=16)
+    # Under balanced routing a DEP8 GPU does per token of its own the expert work one GPU
+    # holding every expert would: its 32 experts take the tokens of all eight replicas.
+    dense, experts = DEEPSEEK_V3.dense_params_b, DEEPSEEK_V3.expert_params_b
+    assert dep8.flops_per_token == pytest.approx(
+        2e9 * (dense + DEEPSEEK_V3.experts_active * experts)
+    )
+    # ... and reads the experts 8 x 16 routed tokens touch, not 16
+    touched = experts_touched_fraction(model=DEEPSEEK_V3, batch=8 * 16)
+    expert_bytes = DEEPSEEK_V3.experts_total * experts / 8 * touched
+    assert dep8.weight_bytes == pytest.approx((dense + expert_bytes) * 1e9)
+    # with the attention split over TP instead, every GPU already sees the replica's tokens
+    tp8 = cost(Parallelism(tp=8, ep=8), decode_batch=16)
+    assert tp8.flops_per_token == pytest.approx(
+        2e9 * (dense + DEEPSEEK_V3.experts_active * experts) / 8
+    )
+
+
 def test_moe_decode_reads_more_experts_as_the_batch_grows():
     fractions = [experts_touched_fraction(model=DEEPSEEK_V3, batch=b) for b in (1, 8, 64, 512)]
     assert fractions[0] == pytest.approx(8 / 256)
