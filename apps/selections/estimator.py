@@ -342,6 +342,12 @@ def experts_touched_fraction(*, model: ModelArch, batch: int) -> float:
     return 1 - idle
 
 
+def _experts_read(model: ModelArch, parallelism: Parallelism, batch: int) -> float:
+    """Share of a GPU's routed experts a decode step of `batch` replica tokens reads: its
+    experts also take the tokens of every other replica that feeds them."""
+    return experts_touched_fraction(model=model, batch=batch * parallelism.expert_token_sources)
+
+
 # ---------------------------------------------------------------- memory
 
 
@@ -515,7 +521,7 @@ def build_step_cost(
             "is required when tp, pp or ep > 1",
         )
     sources = parallelism.expert_token_sources
-    touched = experts_touched_fraction(model=model, batch=decode_batch * sources)
+    touched = _experts_read(model, parallelism, decode_batch)
     # Per token of its replica a GPU computes its experts' share of experts_active experts, for
     # the tokens of every replica that feeds them. The wire formula has one compute rate: expert
     # GEMMs, which reach expert_compute of it, count as that much more work.
@@ -625,9 +631,7 @@ def estimate_latency(
         decode_kv + prefills_per_step * isl,
         decode_kv + prefills_per_step * _triangle(isl),
     )
-    touched = experts_touched_fraction(
-        model=model, batch=concurrency * parallelism.expert_token_sources
-    )
+    touched = _experts_read(model, parallelism, concurrency)
     floor = _weight_bytes(model, precision, parallelism, touched) / (accel.bandwidth_tbps * 1e12)
     return LatencyEstimate(
         ttft_ms=ttft * 1e3,
