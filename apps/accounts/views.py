@@ -35,6 +35,11 @@ from apps.accounts.selectors import (
 )
 from apps.audit.services import Actor
 
+# The session holds an opened invitation link's secret under this key, and the page that reads
+# it there has this word where the secret was (Django's password reset says "set-password").
+SESSION_INVITATION_KEY = "_invitation_link"
+OPENED_LINK = "open"
+
 
 def _add_service_errors(form, error: ValidationError) -> None:
     if not hasattr(error, "error_dict"):
@@ -201,13 +206,24 @@ def invitation_withdraw(request: HttpRequest, invitation_id: int) -> HttpRespons
 
 
 def invitation(request: HttpRequest, token: str) -> HttpResponse:
-    """The one-time link: a signed-in user accepts; anyone else signs up (e-mail invitations)."""
-    found = invitation_for_link(plaintext=token)
+    """The one-time link: a signed-in user accepts; anyone else signs up (e-mail invitations).
+
+    As in Django's password reset, a usable link's secret moves into the session and the browser
+    goes on to a URL without it (`OPENED_LINK`), so the secret stays out of the history, the
+    server's access log and any Referer header from the page that asks for a password.
+    """
+    opened = token == OPENED_LINK
+    if opened:
+        token = request.session.get(SESSION_INVITATION_KEY, "")
+    found = invitation_for_link(plaintext=token) if token else None
     if found is None:
         return _invitation_page(request, None, problem=services.INVALID_LINK, status=404)
     problem = found.problem(timezone.now())
     if problem:
         return _invitation_page(request, found, problem=problem, spent=True, status=410)
+    if not opened:
+        request.session[SESSION_INVITATION_KEY] = token
+        return redirect("accounts:invitation", token=OPENED_LINK)
     if request.user.is_authenticated:
         return _accept(request, found, token)
     return _sign_up(request, found, token)
@@ -228,6 +244,7 @@ def _accept(request: HttpRequest, invitation: Invitation, token: str) -> HttpRes
     except ValidationError as error:
         return _invitation_page(request, invitation, problem=" ".join(error.messages), status=400)
     request.session[SESSION_TEAM_KEY] = membership.team_id
+    request.session.pop(SESSION_INVITATION_KEY, None)
     messages.success(
         request, f"You joined {membership.team} as {membership.get_role_display().lower()}."
     )
@@ -246,6 +263,7 @@ def _sign_up(request: HttpRequest, invitation: Invitation, token: str) -> HttpRe
         except ValidationError as error:
             _add_service_errors(form, error)
         else:
+            request.session.pop(SESSION_INVITATION_KEY, None)
             messages.success(
                 request,
                 f"Your account {form.cleaned_data['username']} is ready and you are in "

@@ -28,9 +28,21 @@ def invite(client: Client, invitee: str, role: str = "approver") -> str:
     return response.context["new_link"].removeprefix("http://testserver")
 
 
+def open_link(client: Client, path: str) -> str:
+    """Follow a usable link the way a browser does; the address of the page it lands on."""
+    response = client.get(path)
+    assert response.status_code == 302, response.content.decode()
+    return response["Location"]
+
+
 def sign_up(path: str, username: str = "dave", password: str = NEW_PASSWORD, **extra):
+    """A new visitor opens the link and posts the sign-up form; a spent link answers at once."""
     body = {"username": username, "password1": password, "password2": password, **extra}
-    return Client().post(path, body)
+    client = Client()
+    opened = client.get(path)
+    if opened.status_code != 302:
+        return opened
+    return client.post(opened["Location"], body)
 
 
 def test_the_link_is_shown_once_and_only_its_digest_is_kept(alice_client, acme):
@@ -66,7 +78,7 @@ def test_inviting_a_username_answers_alike_whether_it_exists_or_not(alice_client
 
 def test_a_new_person_signs_up_through_the_link_and_joins_with_the_role(alice_client, acme):
     path = invite(alice_client, "dave@example.org")
-    form = Client().get(path).content.decode()
+    form = Client().get(path, follow=True).content.decode()
     assert "alice invites you to the team <strong>Acme</strong>" in form
     assert 'id="sign-up-form"' in form
     answer = sign_up(path)
@@ -80,6 +92,26 @@ def test_a_new_person_signs_up_through_the_link_and_joins_with_the_role(alice_cl
     actions = list(events.values_list("action", flat=True))
     assert actions == ["user.create", "membership.create", "invitation.accept"]
     assert Client().login(username="dave", password=NEW_PASSWORD)
+
+
+def test_the_secret_leaves_the_address_bar_for_the_session_until_it_is_spent(alice_client):
+    path = invite(alice_client, "dave@example.org")
+    secret = path.split("/")[-2]
+    visitor = Client()
+    opened = open_link(visitor, path)
+    assert opened == "/accounts/invitations/open/" and secret not in opened
+    assert visitor.session["_invitation_link"] == secret
+    page = visitor.get(opened).content.decode()
+    assert 'id="sign-up-form"' in page and secret not in page
+    body = {"username": "dave", "password1": NEW_PASSWORD, "password2": NEW_PASSWORD}
+    assert visitor.post(opened, body).status_code == 302
+    assert "_invitation_link" not in visitor.session
+    assert visitor.get(opened).status_code == 404
+
+
+def test_the_opened_page_without_a_link_in_the_session_is_404(client):
+    answer = client.get("/accounts/invitations/open/")
+    assert answer.status_code == 404 and "not valid" in answer.content.decode()
 
 
 def test_the_link_works_once(alice_client):
@@ -139,8 +171,9 @@ def test_a_signed_in_user_joins_by_an_invitation_to_their_username(alice_client,
     path = invite(alice_client, "charlie", role="viewer")
     charlie_client = Client()
     charlie_client.force_login(charlie)
-    assert 'id="accept-invitation"' in charlie_client.get(path).content.decode()
-    answer = charlie_client.post(path, follow=True)
+    opened = open_link(charlie_client, path)
+    assert 'id="accept-invitation"' in charlie_client.get(opened).content.decode()
+    answer = charlie_client.post(opened, follow=True)
     assert "You joined Acme as viewer." in answer.content.decode()
     assert Membership.objects.get(user=charlie, team=acme).role == "viewer"
     assert answer.context["current_team"] == acme
@@ -150,14 +183,15 @@ def test_an_invitation_to_a_username_is_not_taken_by_another_account(alice_clien
     path = invite(alice_client, "zed")
     charlie_client = Client()
     charlie_client.force_login(charlie)
-    assert "for another account" in charlie_client.get(path).content.decode()
-    assert charlie_client.post(path).status_code == 400
+    opened = open_link(charlie_client, path)
+    assert "for another account" in charlie_client.get(opened).content.decode()
+    assert charlie_client.post(opened).status_code == 400
     assert not Membership.objects.filter(user=charlie, team=acme).exists()
 
 
 def test_an_invitation_to_a_username_offers_no_sign_up(alice_client):
     path = invite(alice_client, "zed")
-    page = Client().get(path).content.decode()
+    page = Client().get(path, follow=True).content.decode()
     assert 'id="sign-up-form"' not in page and "Log in as zed to accept" in page
     assert sign_up(path, username="zed").status_code == 400
     assert not get_user_model().objects.filter(username="zed").exists()
@@ -168,16 +202,18 @@ def test_an_existing_account_accepts_an_e_mail_invitation_after_signing_in(
 ):
     path = invite(alice_client, "charlie@example.org")
     client = Client()
-    page = client.get(path).content.decode()
-    assert f"/accounts/login/?next={path}" in page
-    client.post(f"/accounts/login/?next={path}", {"username": "charlie", "password": PASSWORD})
-    client.post(path)
+    opened = open_link(client, path)
+    page = client.get(opened).content.decode()
+    assert f"/accounts/login/?next={opened}" in page
+    login = {"username": "charlie", "password": PASSWORD}
+    assert client.post(f"/accounts/login/?next={opened}", login)["Location"] == opened
+    client.post(opened)
     assert Membership.objects.get(user=charlie, team=acme).role == "approver"
 
 
 def test_a_member_is_told_they_are_in_the_team_and_the_link_stays_unused(alice_client, bob_client):
     path = invite(alice_client, "someone@example.org")
-    answer = bob_client.post(path)
+    answer = bob_client.post(open_link(bob_client, path))
     assert answer.status_code == 400
     assert "You are a member of Acme already." in answer.content.decode()
     assert Invitation.objects.get().accepted_at is None

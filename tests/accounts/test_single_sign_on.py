@@ -87,7 +87,8 @@ def test_someone_with_no_mapped_group_waits_until_an_admin_invites_them(sso, ali
     assert not Membership.objects.filter(user=gil).exists()
 
     _, secret = invitation_create(actor_user=alice, team=acme, invitee="gil", role=Role.APPROVER)
-    joined = client.post(f"/accounts/invitations/{secret}/")
+    opened = client.get(f"/accounts/invitations/{secret}/")["Location"]
+    joined = client.post(opened)
 
     assert joined.status_code == 302
     assert Membership.objects.get(user=gil, team=acme).role == Role.APPROVER

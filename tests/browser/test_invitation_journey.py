@@ -44,6 +44,7 @@ def test_an_invited_approver_accepts_the_decision_its_author_cannot(
         screenshot(alice_page, "invitation-link")
 
         dave_page.goto(link)
+        assert dave_page.url.endswith("/accounts/invitations/open/")  # the secret left the bar
         assert dave_page.locator("#invitation-role").inner_text() == "approver"
         dave_page.fill("#id_username", "dave")
         dave_page.fill("#id_password1", PASSWORD)
