@@ -12,10 +12,11 @@ to overall):
   steps (HTTP, tokenising, scheduling, streaming the token back); kernel timings and the
   roofline leave it out, and at low concurrency it is most of a short prompt's TTFT. It is
   `ttft_overhead_ms` times the row's overhead scale under the calibration's `ttft_form`
-  (OVERHEAD_FORMS: a constant, or growing with the model's active parameters, the prompt or
-  the benchmark's concurrency), plus, for a form that fits one (`OverheadForm.per_client`),
-  `ttft_overhead_per_client_ms` times the benchmark's clients: a fixed cost per request and
-  the front end's cost of the other clients' requests, two terms where the other forms have one;
+  (OVERHEAD_FORMS: a constant, or growing with the model's active parameters, its layers, the
+  prompt or the benchmark's concurrency), plus, for a form that fits one
+  (`OverheadForm.per_client`), `ttft_overhead_per_client_ms` times the benchmark's clients: a
+  fixed cost per request and the front end's cost of the other clients' requests, two terms
+  where the other forms have one;
 and a TPOT correction of the base method's TPOT, `exp(log_factor) x concurrency^slope`, per key
 of the calibration's `tpot_form` (TPOT_FORMS: none, per engine, per engine and accelerator
 family, per engine with a slope against the per-rank concurrency). Its `tpot_source` says
@@ -99,7 +100,8 @@ def _clients(context: RowContext) -> int:
 @dataclass(frozen=True)
 class OverheadForm:
     """How a row's TTFT overhead grows: `scale` is the row's multiple of the fitted overhead (in
-    ms at scale 1: 10 B active parameters, a 1,000-token prompt, or 10 concurrent clients), and
+    ms at scale 1: 10 B active parameters, 32 layers, a 1,000-token prompt, or 10 concurrent
+    clients), and
     a form `per_client` also fits a term per benchmark client beside it."""
 
     scale: Callable[[RowContext], float]
@@ -122,6 +124,9 @@ OVERHEAD_FORMS: dict[str, OverheadForm] = {
     # A constant plus a term per client: at one client the front end's share is small and a
     # fixed cost per request is most of the overhead, at hundreds the other clients' requests are.
     "constant_and_clients": OverheadForm(lambda context: 1.0, per_client=True),
+    # The same with the fixed cost growing with the model's depth: a prompt step runs without
+    # CUDA graphs in these engines, so the host launches each layer's kernels one by one.
+    "layers_and_clients": OverheadForm(lambda context: context.model.layers / 32, per_client=True),
 }
 TPOT_BASE, TPOT_ENGINE, TPOT_ENGINE_FAMILY, TPOT_ENGINE_SLOPE = (
     "base",

@@ -207,6 +207,19 @@ def test_a_fixed_overhead_plus_one_per_client_is_fitted_as_two_terms() -> None:
     assert predicted.ttft_ms == pytest.approx(sample.context.row.ttft_ms)
 
 
+def test_a_fixed_overhead_growing_with_the_model_s_layers_is_told_apart() -> None:
+    samples = _synthetic("layers_and_clients", per_client_ms=1.0)
+    calibration = fit_calibration(METHOD_ROOFLINE, samples)
+
+    # 40 ms for Llama 3.1 8B's 32 layers, 100 ms for the 70B's 80: no one fixed cost fits both
+    scores = calibration.cross_validation["ttft"]
+    assert calibration.ttft_form == "layers_and_clients"
+    assert scores["layers_and_clients"] == pytest.approx(0, abs=0.01)
+    assert scores["constant_and_clients"] > 1
+    factors = calibration.ttft[("vllm",)]
+    assert (factors.ttft_overhead_ms, factors.ttft_overhead_per_client_ms) == (40.0, 1.0)
+
+
 def test_factors_per_engine_and_family_apply_only_when_the_fit_chose_those_keys() -> None:
     sample = _samples()[0]  # vllm on h100_sxm, a hopper
     table = {("vllm", "hopper"): StepFactors(prefill=0.5), ("vllm",): StepFactors(prefill=0.25)}
