@@ -215,7 +215,7 @@ def invitation(request: HttpRequest, token: str) -> HttpResponse:
     opened = token == OPENED_LINK
     if opened:
         token = request.session.get(SESSION_INVITATION_KEY, "")
-    found = invitation_for_link(plaintext=token) if token else None
+    found = invitation_for_link(plaintext=token)
     if found is None:
         return _invitation_page(request, None, problem=services.INVALID_LINK, status=404)
     problem = found.problem(timezone.now())

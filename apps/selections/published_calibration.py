@@ -101,8 +101,7 @@ def _clients(context: RowContext) -> int:
 class OverheadForm:
     """How a row's TTFT overhead grows: `scale` is the row's multiple of the fitted overhead (in
     ms at scale 1: 10 B active parameters, 32 layers, a 1,000-token prompt, or 10 concurrent
-    clients), and
-    a form `per_client` also fits a term per benchmark client beside it."""
+    clients), and a form `per_client` also fits a term per benchmark client beside it."""
 
     scale: Callable[[RowContext], float]
     per_client: bool = False
