@@ -20,14 +20,16 @@ from datetime import date
 from pathlib import Path
 from typing import ClassVar
 
-from stackselect_domain.vocabulary import SCENARIO_FIXED_CONCURRENCY
+from stackselect_domain.vocabulary import (
+    MODE_AGGREGATED,
+    MODE_DISAGGREGATED,
+    SCENARIO_FIXED_CONCURRENCY,
+)
 
 SOURCE_NAME = "AIConfigurator measurement sample (aiconfigurator-core 0.12.0, silicon_sample.csv)"
 SOURCE_URL = "https://pypi.org/project/aiconfigurator-core/0.12.0/"
 LICENCE = "Apache-2.0"
 SOURCE_AS_OF = date(2026, 12, 1)  # the day we read the file from the pinned wheel
-MODE_AGGREGATED = "agg"
-MODE_DISAGGREGATED = "disagg"
 HOLD_OUT_MODULUS = 5
 
 ENGINE_SLUGS = {"trtllm": "tensorrt-llm", "vllm": "vllm", "sglang": "sglang"}

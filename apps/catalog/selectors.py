@@ -13,6 +13,7 @@ from datetime import date
 import numpy as np
 from django.db import models
 from django.db.models import Q, QuerySet
+from stackselect_domain.prompt_load import PromptLoad, TierPeaks, implied_prompt_load
 from stackselect_domain.tuning import (
     HIGH_CONCURRENCY,
     LONG_PROMPT_TOKENS,
@@ -337,11 +338,28 @@ class PublishedRowFacts:
     model: str
     accelerator: str
     engine: str
+    active_params_b: float
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    fp4_tflops: float | None
+
+    def prompt_load(self) -> PromptLoad | None:
+        """The prompt compute the row's own figures imply (None where they cannot tell)."""
+        peaks = TierPeaks(self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
+        return implied_prompt_load(self, active_params_b=self.active_params_b, peaks=peaks)
 
 
+_RELATED_COLUMNS = {
+    "model": "model__slug",
+    "accelerator": "accelerator__slug",
+    "engine": "engine__slug",
+    "active_params_b": "model__params_active_b",
+    "bf16_tflops": "accelerator__bf16_tflops",
+    "fp8_tflops": "accelerator__fp8_tflops",
+    "fp4_tflops": "accelerator__fp4_tflops",
+}
 _FACT_COLUMNS = tuple(
-    f"{name}__slug" if name in ("model", "accelerator", "engine") else name
-    for name in PublishedRowFacts.__dataclass_fields__
+    _RELATED_COLUMNS.get(name, name) for name in PublishedRowFacts.__dataclass_fields__
 )
 
 
@@ -484,6 +502,16 @@ def _fit_use(row: PublishedRowFacts) -> str:
     return FITTABLE_NOTE if row.source_name == SAMPLE_SOURCE_NAME else UNFITTED_NOTE
 
 
+def _prompt_load_entry(load: PromptLoad | None) -> dict | None:
+    if load is None:
+        return None
+    return {
+        "share_of_peak": round(load.share_of_peak, 4),
+        "beyond_assumed": load.beyond_assumed,
+        "note": load.note(),
+    }
+
+
 def published_entry(row: PublishedRowFacts, differences: list[str], distance: float) -> dict:
     """A published row as the API and pages show it: evidence kind, figures, conditions,
     source, whether any fit saw it, and how its conditions differ from the goal."""
@@ -518,6 +546,7 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
         },
         "held_out": row.held_out,
         "fit_use": _fit_use(row),
+        "prompt_load": _prompt_load_entry(row.prompt_load()),
         "distance": round(distance, 3),
         "differences": differences,
     }

@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stackselect_domain.precision import (
-    COMPUTE_BF16,
-    COMPUTE_FP4,
-    COMPUTE_FP8,
     kv_bytes_per_element,
+    peak_of_tier,
     weight_precision,
 )
+from stackselect_domain.prompt_load import ROOFLINE_GEMM_SHARE
 from stackselect_domain.stepcost import StepCost
 from stackselect_domain.steptime import (
     RooflineStepTime,
@@ -148,12 +147,9 @@ class AcceleratorSpec:
 
     def peak_tflops(self, compute: str) -> float:
         """Peak of the tier a precision runs on; a missing low-precision rate falls back a tier."""
-        if compute == COMPUTE_FP4 and self.fp4_tflops:
-            return self.fp4_tflops
-        if compute in (COMPUTE_FP4, COMPUTE_FP8) and self.fp8_tflops:
-            return self.fp8_tflops
-        _require(compute in (COMPUTE_BF16, COMPUTE_FP8, COMPUTE_FP4), "compute", "unknown tier")
-        return self.bf16_tflops
+        return peak_of_tier(
+            compute, bf16=self.bf16_tflops, fp8=self.fp8_tflops, fp4=self.fp4_tflops
+        )
 
 
 @dataclass(frozen=True)
@@ -224,7 +220,7 @@ class Efficiency:
     `bench/expert_gemm_share.py` recomputes (0.20-0.39 per system and precision).
     """
 
-    compute: float = 0.5
+    compute: float = ROOFLINE_GEMM_SHARE
     expert_compute: float = 0.31
     bandwidth: float = 0.7
     comm: float = 0.7

@@ -88,6 +88,20 @@ KV_DTYPE_BYTES: dict[str, int] = {
 }
 
 
+def peak_of_tier(
+    compute: str, *, bf16: float, fp8: float | None = None, fp4: float | None = None
+) -> float:
+    """Dense peak of the tier a precision runs on; a missing low-precision rate falls back a tier
+    (an FP8 recipe on a GPU without FP8 tensor cores runs its matmuls at 16 bits)."""
+    if compute not in (COMPUTE_BF16, COMPUTE_FP8, COMPUTE_FP4):
+        raise ValueError(f"compute: unknown tier {compute!r}")
+    if compute == COMPUTE_FP4 and fp4:
+        return fp4
+    if compute in (COMPUTE_FP4, COMPUTE_FP8) and fp8:
+        return fp8
+    return bf16
+
+
 def weight_precision(name: str) -> Precision:
     """Look a precision word up, case-insensitively; a ValueError lists the known words."""
     key = name.strip().lower() if isinstance(name, str) else name

@@ -23,6 +23,8 @@ RUN_MODES: tuple[str, ...] = (MODE_MEASURED, MODE_SIMULATED)
 # How a published measurement loaded the engine: a fixed number of clients, or every request
 # queued at once (maximum load).
 SCENARIO_FIXED_CONCURRENCY, SCENARIO_MAX_THROUGHPUT = "fixed_concurrency", "max_throughput"
+# How a published measurement's GPUs served: one pool (aggregated), or prefill and decode pools.
+MODE_AGGREGATED, MODE_DISAGGREGATED = "agg", "disagg"
 # Parallel layout axes: tensor, pipeline, expert and data parallel degrees.
 PARALLELISM_AXES: tuple[str, ...] = ("tp", "pp", "ep", "dp")
 

@@ -4,6 +4,7 @@ candidate and compare pages, each labelled as published by its source, never as 
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from io import StringIO
 
 import pytest
@@ -93,7 +94,7 @@ def test_the_openapi_schema_describes_each_published_row_and_its_source(catalog,
     schemas = alice_client.get("/api/schema/?format=json").json()["components"]["schemas"]
 
     row = schemas["PublishedRow"]["properties"]
-    assert {"evidence", "source", "differences", "held_out", "distance"} <= set(row)
+    assert {"evidence", "source", "differences", "held_out", "distance", "prompt_load"} <= set(row)
     assert {"name", "url", "licence", "as_of"} <= set(schemas["PublishedSource"]["properties"])
 
 
@@ -180,6 +181,50 @@ H200_TRTLLM_STACK = {
     "engine": "tensorrt-llm",
     "concurrency": 32,
 }
+
+
+# On one H100 at 16 bits, 16 clients finishing a 1,024-token prompt every 0.4 s would need about
+# two thirds of the GPU's dense peak for the prompts alone: more than the roofline assumes.
+TOO_FAST = {"silicon_ttft_ms": "20", "silicon_tpot_ms": "1.5"}
+PUBLISHED_TEMPLATE = "selections/_published.html"
+
+
+def test_the_estimate_says_which_published_rows_do_not_add_up_from_a_cold_cache(
+    catalog, alice_client
+):
+    rows = [sample_row(id="exact"), sample_row(id="too-fast", **TOO_FAST)]
+    published_import(actor=Actor.system("test"), rows=rows)
+
+    body = _estimate(alice_client, H100_STACK).json()
+
+    loads = {row["source"]["row"]: row["prompt_load"] for row in body["published"]}
+    # 16 / (80.5 ms + 255 x 7.25 ms) requests a second x 1,024 x 2 x 8.03e9 FLOPs / 989 TFLOPS
+    assert loads["exact"]["share_of_peak"] == pytest.approx(0.1379, abs=1e-4)
+    assert loads["exact"]["beyond_assumed"] is False
+    assert loads["too-fast"]["share_of_peak"] == pytest.approx(0.6610, abs=1e-4)
+    assert loads["too-fast"]["beyond_assumed"] is True
+    assert "prompt-cache hits" in loads["too-fast"]["note"]
+
+
+def test_a_published_row_that_does_not_add_up_is_marked_on_the_page(catalog):
+    rows = [sample_row(id="exact"), sample_row(id="too-fast", **TOO_FAST)]
+    published_import(actor=Actor.system("test"), rows=rows)
+    goal = replace(OVERVIEW_GOAL, model_slug="llama-3.1-8b", accelerator_slug="h100-sxm")
+    (entries,) = nearest_published_many([goal])
+    by_row = {entry["source"]["row"]: [entry] for entry in entries}
+
+    flagged = render_to_string(PUBLISHED_TEMPLATE, {"published_rows": by_row["too-fast"]})
+    plain = render_to_string(PUBLISHED_TEMPLATE, {"published_rows": by_row["exact"]})
+
+    assert 'data-field="prompt-load"' in flagged
+    assert "Does not add up from a cold cache" in flagged and "66% of its GPUs" in flagged
+    assert 'data-field="prompt-load"' not in plain
+
+
+def test_a_maximum_load_row_states_no_clients_so_its_prompt_load_is_null(overview):
+    (rows,) = nearest_published_many([OVERVIEW_GOAL])
+
+    assert rows[0]["prompt_load"] is None
 
 
 @pytest.fixture

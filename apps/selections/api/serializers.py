@@ -398,6 +398,19 @@ class PublishedSourceSerializer(serializers.Serializer):
     row = serializers.CharField(help_text="The row's id within its source.")
 
 
+class PromptLoadSerializer(serializers.Serializer):
+    share_of_peak = serializers.FloatField(
+        help_text="The least share of the row's GPUs' dense peak its own figures imply were "
+        "spent on prompt tokens: clients / (TTFT + (OSL - 1) x TPOT) x ISL x 2 x active "
+        "parameters, attention left out (docs/predictions.md)."
+    )
+    beyond_assumed = serializers.BooleanField(
+        help_text="More than the share of peak the roofline assumes: no method here "
+        "reproduces the row from a cold cache; read it with care."
+    )
+    note = serializers.CharField()
+
+
 class PublishedRowSerializer(serializers.Serializer):
     """One published measurement: someone else's figures under their conditions."""
 
@@ -439,6 +452,11 @@ class PublishedRowSerializer(serializers.Serializer):
         help_text="Held out of every fit (the error bands are measured on such rows)."
     )
     fit_use = serializers.CharField(help_text="Whether a fitted factor may have used the row.")
+    prompt_load = PromptLoadSerializer(
+        allow_null=True,
+        help_text="Whether the row's figures add up; null where they cannot tell (no clients, "
+        "no TTFT or TPOT, or no peak in the catalog).",
+    )
     distance = serializers.FloatField(help_text="The ranking distance (docs/predictions.md).")
     differences = serializers.ListField(
         child=serializers.CharField(), help_text="How its conditions differ from the request's."
