@@ -537,10 +537,13 @@ def _or_inf(score: float | None) -> float:
 
 def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     """Choose the forms by cross validation and fit the factors, for one base method, on the
-    samples that are not held out."""
-    fitting = [s for s in samples if not s.context.row.held_out]
+    samples that are not held out and whose own figures add up from a cold cache (a row no
+    method reproduces cold would pull every factor towards it)."""
+    fitting = [s for s in samples if not s.context.row.held_out and s.context.adds_up]
     if not fitting:
-        raise ValueError("samples: no published row outside the held-out split to fit on")
+        raise ValueError(
+            "samples: no published row outside the held-out split that adds up to fit on"
+        )
     rows = [_fitting(s) for s in sorted(fitting, key=lambda sample: sample.context.row.key)]
     # the later rounds' pattern and the overhead form, with factors per engine, first (each
     # pattern scored by its best form); then whether per engine and family

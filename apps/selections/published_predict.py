@@ -19,6 +19,7 @@ from stackselect_domain.closedloop import (
     FixedConcurrencyPrediction,
     predict_fixed_concurrency,
 )
+from stackselect_domain.prompt_load import TierPeaks, implied_prompt_load
 from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
 
 from apps.catalog.models import Accelerator, ModelSpec
@@ -86,6 +87,17 @@ class RowContext:
 
     def parallelism(self) -> Parallelism:
         return stated_parallelism(self.row, self.model)
+
+    @property
+    def adds_up(self) -> bool:
+        """False when the row's own figures imply more prompt compute than the roofline assumes
+        any engine reaches (stackselect_domain.prompt_load): no method reproduces it cold."""
+        accelerator = self.accelerator
+        peaks = TierPeaks(accelerator.bf16_tflops, accelerator.fp8_tflops, accelerator.fp4_tflops)
+        load = implied_prompt_load(
+            self.row, active_params_b=self.model.params_active_b, peaks=peaks
+        )
+        return load is None or not load.beyond_assumed
 
     @property
     def token_budget(self) -> int:

@@ -93,6 +93,25 @@ def test_no_held_out_row_influences_any_fitted_factor() -> None:
     assert control.cross_validation != before.cross_validation
 
 
+def _too_fast(ttft: float, tpot: float) -> Sample:
+    """A fitted-side row of 64 clients with 1,536-token prompts: at 5 ms and 0.5 ms its prompts
+    alone would need about twelve times the H100's peak; at 800 ms and 40 ms, a seventh of it."""
+    sample = _sample(99, FITTED, ttft, tpot)
+    row = replace(sample.context.row, concurrency=64, isl=1536)
+    return Sample(replace(sample.context, row=row), sample.provider)
+
+
+def test_a_row_whose_own_figures_do_not_add_up_influences_no_fitted_factor() -> None:
+    samples = _samples()
+    impossible, plausible = _too_fast(5, 0.5), _too_fast(800, 40)
+    assert not impossible.context.adds_up and plausible.context.adds_up
+
+    before = fit_calibration(METHOD_ROOFLINE, samples)
+
+    assert fit_calibration(METHOD_ROOFLINE, [*samples, impossible]) == before
+    assert fit_calibration(METHOD_ROOFLINE, [*samples, plausible]) != before
+
+
 def test_fitting_only_on_held_out_rows_is_refused() -> None:
     held = [s for s in _samples() if s.context.row.held_out]
     with pytest.raises(ValueError, match="held-out"):
