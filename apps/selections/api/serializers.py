@@ -454,8 +454,8 @@ class PublishedRowSerializer(serializers.Serializer):
     fit_use = serializers.CharField(help_text="Whether a fitted factor may have used the row.")
     prompt_load = PromptLoadSerializer(
         allow_null=True,
-        help_text="Whether the row's figures add up; null where they cannot tell (no clients, "
-        "no TTFT or TPOT, or no peak in the catalog).",
+        help_text="Whether the row's figures add up; null where they cannot tell (a "
+        "disaggregated row, no clients, no TTFT or TPOT, or no peak in the catalog).",
     )
     distance = serializers.FloatField(help_text="The ranking distance (docs/predictions.md).")
     differences = serializers.ListField(
