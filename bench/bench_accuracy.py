@@ -47,7 +47,12 @@ from stackselect_domain.steptime import (  # noqa: E402
 from apps.catalog import aiconfigurator_wheel  # noqa: E402
 from apps.catalog.loading import fixture_instances  # noqa: E402
 from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
-from apps.catalog.published_sample import read_sample  # noqa: E402
+from apps.catalog.published_sample import (  # noqa: E402
+    COPY_CONFLICTING,
+    COPY_REPEATED,
+    read_sample,
+    repeated_runs,
+)
 from apps.selections.aiconfigurator_provider import METHOD_AICONFIGURATOR_NATIVE  # noqa: E402
 from apps.selections.error_bands import BandScope, write_bands  # noqa: E402
 from apps.selections.published_calibration import (  # noqa: E402
@@ -149,6 +154,31 @@ def _print_not_adding_up(contexts: list[RowContext]) -> None:
             print(f"  {group}: {count}")
 
 
+def _print_repeated_runs(contexts: list[RowContext]) -> None:
+    """How often the sample repeats a run: the fit counts each fitting run once and leaves out
+    runs whose copies disagree on the layout; the held-out rows stay as the issue counts them,
+    and a held-out run the fitting rows also hold (under another model's name) is named."""
+    fitting = [c.row for c in contexts if not c.row.held_out and c.adds_up]
+    reasons = Counter(repeated_runs(fitting).values())
+    print(
+        f"fitting rows not counted again: {reasons[COPY_REPEATED]} repeat a run another row "
+        f"counts, {reasons[COPY_CONFLICTING]} are copies of runs that state different layouts"
+    )
+    held = [c.row for c in contexts if c.row.held_out]
+    fitting_runs = {row.run for row in fitting}
+    shared = Counter(
+        f"{row.model_path} | {row.system} | {row.backend}"
+        for row in {row.run: row for row in held}.values()
+        if row.run in fitting_runs
+    )
+    print(
+        f"held-out rows: {len(held)}, {len({row.run for row in held})} distinct runs, "
+        f"{sum(shared.values())} of them also among the fitting rows"
+    )
+    for group, count in sorted(shared.items()):
+        print(f"  {group}: {count}")
+
+
 def _print_groups(by_group: dict[str, dict[str, Pairs]]) -> None:
     """Each held-out group's error per method, so the table's medians can be traced to the
     groups that make them."""
@@ -248,6 +278,7 @@ def main() -> int:
     print(f"aggregated rows with a concurrency: {len(contexts)}")
     print(f"held out: {len(held)} rows in {len(groups)} (model, system, engine) groups")
     _print_not_adding_up(contexts)
+    _print_repeated_runs(contexts)
     roofline, aic, skipped = _samples(contexts)
     for reason, count in sorted(skipped.items()):
         print(f"  not answered: {reason}: {count}")

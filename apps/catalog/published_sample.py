@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -139,6 +140,39 @@ class PublishedRow:
     @property
     def aggregated(self) -> bool:
         return self.mode == MODE_AGGREGATED
+
+    @property
+    def run(self) -> tuple[str, str, int, int, int | None, float, float]:
+        """What identifies the run the row measured. The sample merges overlapping exports, so
+        one run can appear as several records (in another collection, under a sibling model's
+        name, with another layout label), their figures equal to the last digit."""
+        lengths = (self.isl, self.osl, self.concurrency)
+        return (self.system, self.backend, *lengths, self.ttft_ms, self.tpot_ms)
+
+    @property
+    def layout_label(self) -> tuple[int | None, ...]:
+        return (self.tp, self.pp, self.ep, self.dp)
+
+
+COPY_REPEATED = "repeats a run another row already counts"
+COPY_CONFLICTING = "is one of the copies of a run that state different layouts"
+
+
+def repeated_runs(rows: Iterable[PublishedRow]) -> dict[str, str]:
+    """The rows a fit should not count, by key, with why: each copy of a run after the first
+    (in key order), so a run weighs once however often the sample repeats it, and every copy of
+    a run whose copies state different layouts (tp, pp, ep, dp), as which label is true cannot
+    be told."""
+    copies: dict[tuple, list[PublishedRow]] = defaultdict(list)
+    for row in sorted(rows, key=lambda row: row.key):
+        copies[row.run].append(row)
+    left_out = {}
+    for same_run in copies.values():
+        if len({row.layout_label for row in same_run}) > 1:
+            left_out.update((row.key, COPY_CONFLICTING) for row in same_run)
+        else:
+            left_out.update((row.key, COPY_REPEATED) for row in same_run[1:])
+    return left_out
 
 
 class SampleError(ValueError):

@@ -343,6 +343,14 @@ class PublishedRowFacts:
     fp8_tflops: float | None
     fp4_tflops: float | None
 
+    @property
+    def run(self) -> tuple:
+        """What identifies the run the row measured: a source that exported one run as several
+        records (published_sample.PublishedRow.run) repeats these to the last digit."""
+        lengths = (self.isl, self.osl, self.concurrency)
+        figures = (self.ttft_ms, self.tpot_ms, self.output_tokens_s_per_gpu)
+        return (self.accelerator, self.engine, *lengths, *figures)
+
     def prompt_load(self) -> PromptLoad | None:
         """The prompt compute the row's own figures imply (None where they cannot tell)."""
         peaks = TierPeaks(self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
@@ -552,6 +560,21 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
     }
 
 
+def _distinct_runs(rows: list[PublishedRowFacts], order: np.ndarray, limit: int) -> list[int]:
+    """The first `limit` indices in `order` (closest first; ties: the source's row id) whose
+    rows measured different runs: a run exported twice is one piece of evidence, shown once."""
+    chosen: list[int] = []
+    seen: set[tuple] = set()
+    for index in order:
+        run = rows[index].run
+        if run not in seen:
+            seen.add(run)
+            chosen.append(int(index))
+            if len(chosen) == limit:
+                break
+    return chosen
+
+
 def nearest_published_many(
     goals: Iterable[PublishedGoal], *, limit: int = NEAREST_LIMIT
 ) -> list[list[dict]]:
@@ -577,7 +600,7 @@ def nearest_published_many(
             answers.append([])
             continue
         distances = table.distances(goal)
-        nearest = np.argsort(distances, kind="stable")[:limit]  # ties: the source's row id
+        nearest = _distinct_runs(table.rows, np.argsort(distances, kind="stable"), limit)
         answers.append(
             [
                 published_entry(

@@ -69,6 +69,7 @@ from stackselect_domain.closedloop import (
 )
 from stackselect_domain.steptime import METHOD_CALIBRATED, StepBatch, StepTimeProvider
 
+from apps.catalog.published_sample import repeated_runs
 from apps.selections.aiconfigurator_provider import AicServingEstimate
 from apps.selections.published_predict import (
     BENCHMARK_ROUNDS,
@@ -538,8 +539,12 @@ def _or_inf(score: float | None) -> float:
 def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     """Choose the forms by cross validation and fit the factors, for one base method, on the
     samples that are not held out and whose own figures add up from a cold cache (a row no
-    method reproduces cold would pull every factor towards it)."""
-    fitting = [s for s in samples if not s.context.row.held_out and s.context.adds_up]
+    method reproduces cold would pull every factor towards it), each run once
+    (published_sample.repeated_runs: a run the sample repeats would weigh as often, and copies
+    of one run under different layouts cannot all be right)."""
+    candidates = [s for s in samples if not s.context.row.held_out and s.context.adds_up]
+    repeated = repeated_runs(s.context.row for s in candidates)
+    fitting = [s for s in candidates if s.context.row.key not in repeated]
     if not fitting:
         raise ValueError(
             "samples: no published row outside the held-out split that adds up to fit on"

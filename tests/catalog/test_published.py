@@ -16,12 +16,15 @@ from apps.audit.services import Actor
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.models import PublishedMeasurement
 from apps.catalog.published_sample import (
+    COPY_CONFLICTING,
+    COPY_REPEATED,
     SOURCE_AS_OF,
     SOURCE_NAME,
     SampleError,
     held_out,
     parse_sample,
     read_sample,
+    repeated_runs,
 )
 from apps.catalog.selectors import PublishedGoal, nearest_published_many
 from apps.catalog.services import published_import
@@ -52,6 +55,28 @@ def test_the_held_out_split_is_314_aggregated_rows_in_8_groups() -> None:
     assert len(rows) == 5221
     assert len(held) == 314
     assert len({(row.model_path, row.system, row.backend) for row in held}) == 8
+
+
+def test_copies_of_one_run_count_once_and_copies_that_disagree_on_the_layout_not_at_all() -> None:
+    first = sample_row(id="a")
+    # the same figures exported again, in another collection and under another model's name
+    again = sample_row(id="b", model_path="meta-llama/Llama-3.1-70B", silicon_data_source="x")
+    other_run = sample_row(id="c", silicon_ttft_ms="80.6")
+    labelled_tp2 = sample_row(id="d", silicon_ttft_ms="90", tp_size="2")
+    labelled_tp4 = sample_row(id="e", silicon_ttft_ms="90", tp_size="4")
+
+    left_out = repeated_runs([again, labelled_tp4, other_run, first, labelled_tp2])
+
+    assert left_out == {"b": COPY_REPEATED, "d": COPY_CONFLICTING, "e": COPY_CONFLICTING}
+
+
+@needs_wheel
+def test_the_sample_repeats_runs_and_holds_some_held_out_runs_under_a_fitting_name_too() -> None:
+    rows = [row for row in read_sample(aiconfigurator_wheel.sample_path()) if row.aggregated]
+    held = {row.run for row in rows if row.held_out}
+    fitting = [row for row in rows if not row.held_out]
+    assert repeated_runs(fitting)  # the exports overlap: the fit must not count a run twice
+    assert held & {row.run for row in fitting}  # the fit per engine never keys by run, though
 
 
 def test_a_sample_record_keeps_its_conditions_and_concurrency() -> None:
@@ -220,6 +245,19 @@ def test_the_nearest_rows_put_the_exact_conditions_first_and_list_how_a_near_row
         SOURCE_AS_OF,
     )
     assert source["url"].startswith("https://")
+
+
+@pytest.mark.django_db
+def test_a_run_the_source_exported_twice_is_listed_once_among_the_nearest_rows() -> None:
+    _import(
+        sample_row(id="exact"),
+        sample_row(id="exact-again", silicon_data_source="2026-04-06.csv; silicon_concurrency=16"),
+        sample_row(id="slower", silicon_ttft_ms="95"),
+    )
+
+    found = _nearest(GOAL)
+
+    assert [entry["source"]["row"] for entry in found] == ["exact", "slower"]
 
 
 @pytest.mark.django_db

@@ -112,6 +112,41 @@ def test_a_row_whose_own_figures_do_not_add_up_influences_no_fitted_factor() -> 
     assert fit_calibration(METHOD_ROOFLINE, [*samples, plausible]) != before
 
 
+def _copied(samples: list[Sample], of: str, mark: str = "+", **changes) -> list[Sample]:
+    """Another record of each run of model path `of`: the same figures, its key marked."""
+    return [
+        Sample(
+            replace(s.context, row=replace(s.context.row, key=s.context.row.key + mark, **changes)),
+            s.provider,
+        )
+        for s in samples
+        if s.context.row.model_path == of
+    ]
+
+
+def test_a_run_the_sample_repeats_weighs_once_in_the_fit() -> None:
+    samples = _samples()
+    before = fit_calibration(METHOD_ROOFLINE, samples)
+
+    twice = [
+        *samples,
+        *_copied(samples, OTHER),
+        *_copied(samples, OTHER, "++", model_path="exported/Llama-3.1-70B"),
+    ]
+
+    assert fit_calibration(METHOD_ROOFLINE, twice) == before
+    assert before.ttft[()].rows == 20
+
+
+def test_copies_of_a_run_that_state_different_layouts_are_all_left_out_of_the_fit() -> None:
+    samples = _samples()
+    without = [s for s in samples if s.context.row.model_path != OTHER]
+
+    relabelled = [*samples, *_copied(samples, OTHER, tp=2)]  # the 70B's runs were at tp 4
+
+    assert fit_calibration(METHOD_ROOFLINE, relabelled) == fit_calibration(METHOD_ROOFLINE, without)
+
+
 def test_fitting_only_on_held_out_rows_is_refused() -> None:
     held = [s for s in _samples() if s.context.row.held_out]
     with pytest.raises(ValueError, match="held-out"):
