@@ -353,7 +353,7 @@ class PublishedRowFacts:
 
     def prompt_load(self) -> PromptLoad | None:
         """The prompt compute the row's own figures imply (None where they cannot tell)."""
-        peaks = TierPeaks(self.bf16_tflops, self.fp8_tflops, self.fp4_tflops)
+        peaks = TierPeaks.of(self)
         return implied_prompt_load(self, active_params_b=self.active_params_b, peaks=peaks)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Protocol
 
 from stackselect_domain.closedloop import (
@@ -88,12 +89,11 @@ class RowContext:
     def parallelism(self) -> Parallelism:
         return stated_parallelism(self.row, self.model)
 
-    @property
+    @cached_property
     def adds_up(self) -> bool:
         """False when the row's own figures imply more prompt compute than the roofline assumes
         any engine reaches (stackselect_domain.prompt_load): no method reproduces it cold."""
-        accelerator = self.accelerator
-        peaks = TierPeaks(accelerator.bf16_tflops, accelerator.fp8_tflops, accelerator.fp4_tflops)
+        peaks = TierPeaks.of(self.accelerator)
         load = implied_prompt_load(
             self.row, active_params_b=self.model.params_active_b, peaks=peaks
         )

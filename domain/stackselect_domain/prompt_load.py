@@ -24,6 +24,15 @@ from stackselect_domain.vocabulary import MODE_AGGREGATED
 ROOFLINE_GEMM_SHARE = 0.5
 
 
+class RatedAccelerator(Protocol):
+    """Anything carrying the catalog's dense peak TFLOPS columns (an accelerator, or a published
+    row read with its accelerator's figures)."""
+
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    fp4_tflops: float | None
+
+
 @dataclass(frozen=True)
 class TierPeaks:
     """An accelerator's dense peak TFLOPS per GPU by tier; None where it has no such units."""
@@ -31,6 +40,10 @@ class TierPeaks:
     bf16: float | None
     fp8: float | None = None
     fp4: float | None = None
+
+    @classmethod
+    def of(cls, rated: RatedAccelerator) -> TierPeaks:
+        return cls(rated.bf16_tflops, rated.fp8_tflops, rated.fp4_tflops)
 
 
 @dataclass(frozen=True)
