@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from stackselect_domain.vocabulary import (
     MODE_AGGREGATED,
@@ -87,6 +87,25 @@ def held_out(model_path: str, system: str, backend: str) -> bool:
     return int(digest, 16) % HOLD_OUT_MODULUS == 0
 
 
+class MeasuredRun(Protocol):
+    """A published row's lengths, clients and figures (None where it states none)."""
+
+    isl: int
+    osl: int
+    concurrency: int | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    output_tokens_s_per_gpu: float | None
+
+
+def run_identity(system: str, engine: str, row: MeasuredRun) -> tuple:
+    """What identifies the run a row measured, on a system with an engine. A source that merges
+    overlapping exports repeats one run as several records (in another collection, under a
+    sibling model's name, with another layout label), their figures equal to the last digit."""
+    figures = (row.ttft_ms, row.tpot_ms, row.output_tokens_s_per_gpu)
+    return (system, engine, row.isl, row.osl, row.concurrency, *figures)
+
+
 @dataclass(frozen=True)
 class PublishedRow:
     """One measured configuration of the sample, in the sample's own terms plus catalog slugs."""
@@ -142,12 +161,9 @@ class PublishedRow:
         return self.mode == MODE_AGGREGATED
 
     @property
-    def run(self) -> tuple[str, str, int, int, int | None, float, float]:
-        """What identifies the run the row measured. The sample merges overlapping exports, so
-        one run can appear as several records (in another collection, under a sibling model's
-        name, with another layout label), their figures equal to the last digit."""
-        lengths = (self.isl, self.osl, self.concurrency)
-        return (self.system, self.backend, *lengths, self.ttft_ms, self.tpot_ms)
+    def run(self) -> tuple:
+        """What identifies the run the row measured (run_identity)."""
+        return run_identity(self.system, self.backend, self)
 
     @property
     def layout_label(self) -> tuple[int | None, ...]:

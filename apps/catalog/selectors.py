@@ -39,7 +39,7 @@ from apps.catalog.models import (
 )
 from apps.catalog.published_overview import read_overview
 from apps.catalog.published_sample import SOURCE_NAME as SAMPLE_SOURCE_NAME
-from apps.catalog.published_sample import read_sample
+from apps.catalog.published_sample import read_sample, run_identity
 from apps.catalog.services import RELEASE_DEFAULT_FIELDS
 
 _DEFAULT_VALUE_FIELDS = tuple(
@@ -345,11 +345,8 @@ class PublishedRowFacts:
 
     @property
     def run(self) -> tuple:
-        """What identifies the run the row measured: a source that exported one run as several
-        records (published_sample.PublishedRow.run) repeats these to the last digit."""
-        lengths = (self.isl, self.osl, self.concurrency)
-        figures = (self.ttft_ms, self.tpot_ms, self.output_tokens_s_per_gpu)
-        return (self.accelerator, self.engine, *lengths, *figures)
+        """What identifies the run the row measured (published_sample.run_identity)."""
+        return run_identity(self.accelerator, self.engine, self)
 
     def prompt_load(self) -> PromptLoad | None:
         """The prompt compute the row's own figures imply (None where they cannot tell)."""
