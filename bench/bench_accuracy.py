@@ -5,17 +5,18 @@ AIConfigurator's measurement sample from the installed `aiconfigurator-core` whe
 aggregated (one-pool) rows with a stated concurrency, and splits them by the issue's rule (held out
 when sha256("model_path|system|backend") is 0 mod 5). It counts the rows whose own figures imply
 more prompt compute than the roofline assumes any engine reaches (they do not add up from a cold
-cache; stackselect_domain.prompt_load). On the other rows outside that split it chooses the
-calibration's forms by leave-group-out cross validation and fits its factors (per engine) over each
-base method, printing both; on the held-out rows it predicts TTFT and TPOT with the roofline alone,
-AIConfigurator's step times alone (both in our closed loop, clients starting together, 20 rounds
-each as AIConfigurator's generated benchmark runs), AIConfigurator's own estimate (its
-aggregated-serving formula, `aiconfigurator-native`), and the calibrated result (over
-AIConfigurator's step times where they answer, else over the roofline), and prints their median
-absolute percentage error and the share within 25%, side by side, again on the rows every method
-answers, on those of them that add up (a diagnostic), then the same error (and its sign) for each
-held-out group, and the floor a factor per group could reach (each group scaled by its own median
-ratio), all measured in this run.
+cache; stackselect_domain.prompt_load) and the rows whose engine batch was smaller than their
+clients (a queue inside the engine the closed loop does not model). On the other rows outside
+that split it chooses the calibration's forms by leave-group-out cross validation and fits its
+factors (per engine) over each base method, printing both; on the held-out rows it predicts
+TTFT and TPOT with the roofline alone, AIConfigurator's step times alone (both in our closed loop,
+clients starting together, 20 rounds each as AIConfigurator's generated benchmark runs),
+AIConfigurator's own estimate (its aggregated-serving formula, `aiconfigurator-native`), and the
+calibrated result (over AIConfigurator's step times where they answer, else over the roofline),
+and prints their median absolute percentage error and the share within 25%, side by side, again
+on the rows every method answers, on those of them that add up (a diagnostic), then the same
+error (and its sign) for each held-out group, and the floor a factor per group could reach (each
+group scaled by its own median ratio), all measured in this run.
 The catalog comes from fixtures/catalog (no database). `--write-bands` stores each method's
 10th-90th percentile relative errors in apps/selections/data/error_bands.json, which estimates show
 next to their figures, and the fitted forms and factors in
@@ -139,26 +140,36 @@ def _print_table(results: dict[str, Pairs], of: str) -> None:
         )
 
 
-def _print_not_adding_up(contexts: list[RowContext]) -> None:
-    """How many rows imply more prompt compute than the roofline assumes any engine reaches:
-    the fit leaves such fitting rows out, the held-out ones stay in the goal's figures."""
-    odd = Counter(
-        (c.row.held_out, f"{c.row.model_path} | {c.row.system} | {c.row.backend}")
-        for c in contexts
-        if not c.adds_up
+def _print_left_out(contexts: list[RowContext]) -> None:
+    """How many rows each check finds the closed loop cannot reproduce: rows implying more
+    prompt compute than the roofline assumes any engine reaches, and rows whose engine batch
+    was smaller than their clients. The fit leaves such fitting rows out; the held-out ones stay
+    in the goal's figures."""
+    checks = (
+        ("whose own figures do not add up from a cold cache", lambda c: c.adds_up),
+        ("whose engine batch was smaller than their clients", lambda c: c.batch_holds_clients),
     )
-    for held_out, side in ((False, "fitting rows left out of every fit"), (True, "held-out rows")):
-        groups = {group: n for (held, group), n in odd.items() if held == held_out}
-        print(f"{side} whose own figures do not add up from a cold cache: {sum(groups.values())}")
-        for group, count in sorted(groups.items()):
-            print(f"  {group}: {count}")
+    for what, passes in checks:
+        odd = Counter(
+            (c.row.held_out, f"{c.row.model_path} | {c.row.system} | {c.row.backend}")
+            for c in contexts
+            if not passes(c)
+        )
+        for held_out, side in (
+            (False, "fitting rows left out of every fit"),
+            (True, "held-out rows"),
+        ):
+            groups = {group: n for (held, group), n in odd.items() if held == held_out}
+            print(f"{side} {what}: {sum(groups.values())}")
+            for group, count in sorted(groups.items()):
+                print(f"  {group}: {count}")
 
 
 def _print_repeated_runs(contexts: list[RowContext]) -> None:
     """How often the sample repeats a run: the fit counts each fitting run once and leaves out
     runs whose copies disagree on the layout; the held-out rows stay as the issue counts them,
     and a held-out run the fitting rows also hold (under another model's name) is named."""
-    fitting = [c.row for c in contexts if not c.row.held_out and c.adds_up]
+    fitting = [c.row for c in contexts if c.fits_on]
     reasons = Counter(repeated_runs(fitting).values())
     print(
         f"fitting rows not counted again: {reasons[COPY_REPEATED]} repeat a run another row "
@@ -277,7 +288,7 @@ def main() -> int:
     groups = {(c.row.model_path, c.row.system, c.row.backend) for c in held}
     print(f"aggregated rows with a concurrency: {len(contexts)}")
     print(f"held out: {len(held)} rows in {len(groups)} (model, system, engine) groups")
-    _print_not_adding_up(contexts)
+    _print_left_out(contexts)
     _print_repeated_runs(contexts)
     roofline, aic, skipped = _samples(contexts)
     for reason, count in sorted(skipped.items()):

@@ -357,6 +357,12 @@ class PublishedMeasurement(models.Model):
     isl = models.PositiveIntegerField()
     osl = models.PositiveIntegerField()
     concurrency = models.PositiveIntegerField(null=True, blank=True)
+    batch_size = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The engine's batch per attention rank the source states; below the clients "
+        "per rank where the engine capped it. Null: not stated.",
+    )
     scenario = models.CharField(
         max_length=20,
         choices=PublishedScenario.choices,

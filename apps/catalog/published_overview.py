@@ -103,6 +103,7 @@ class OverviewRow:
     backend_version: str = ""  # the overview does not say which release measured it
     mode: str = "agg"
     concurrency: int | None = None
+    batch_size: int | None = None  # the overview does not state the engine's batch
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     measured_on: date | None = None

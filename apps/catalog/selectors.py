@@ -13,6 +13,7 @@ from datetime import date
 import numpy as np
 from django.db import models
 from django.db.models import Q, QuerySet
+from stackselect_domain.engine_batch import EngineBatch, engine_batch, loop_reproduces
 from stackselect_domain.prompt_load import PromptLoad, TierPeaks, implied_prompt_load
 from stackselect_domain.tuning import (
     HIGH_CONCURRENCY,
@@ -304,6 +305,10 @@ HELD_OUT_NOTE = (
 )
 UNFITTED_NOTE = "not used by any fit: the calibration fits on AIConfigurator's sample only"
 FITTABLE_NOTE = "not held out: the calibrated method may have fitted its factors on this row"
+LEFT_OUT_NOTE = (
+    "not used by any fit: the calibration leaves out rows no method here reproduces (the caution "
+    "above says why)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +334,7 @@ class PublishedRowFacts:
     isl: int
     osl: int
     concurrency: int | None
+    batch_size: int | None
     scenario: str
     ttft_ms: float | None
     tpot_ms: float | None
@@ -352,6 +358,10 @@ class PublishedRowFacts:
         """The prompt compute the row's own figures imply (None where they cannot tell)."""
         peaks = TierPeaks.of(self)
         return implied_prompt_load(self, active_params_b=self.active_params_b, peaks=peaks)
+
+    def engine_batch(self) -> EngineBatch | None:
+        """The engine batch the row states beside its clients (None where it states none)."""
+        return engine_batch(batch_size=self.batch_size, concurrency=self.concurrency, dp=self.dp)
 
 
 _RELATED_COLUMNS = {
@@ -501,10 +511,12 @@ def published_differences(row: PublishedRowFacts, goal: PublishedGoal) -> list[s
     return differences + ([load] if load else [])
 
 
-def _fit_use(row: PublishedRowFacts) -> str:
+def _fit_use(row: PublishedRowFacts, load: PromptLoad | None, batch: EngineBatch | None) -> str:
     if row.held_out:
         return HELD_OUT_NOTE
-    return FITTABLE_NOTE if row.source_name == SAMPLE_SOURCE_NAME else UNFITTED_NOTE
+    if row.source_name != SAMPLE_SOURCE_NAME:
+        return UNFITTED_NOTE
+    return FITTABLE_NOTE if loop_reproduces(load, batch) else LEFT_OUT_NOTE
 
 
 def _prompt_load_entry(load: PromptLoad | None) -> dict | None:
@@ -517,9 +529,21 @@ def _prompt_load_entry(load: PromptLoad | None) -> dict | None:
     }
 
 
+def _engine_batch_entry(batch: EngineBatch | None) -> dict | None:
+    if batch is None:
+        return None
+    return {
+        "batch_size": batch.batch_size,
+        "clients_per_rank": batch.clients_per_rank,
+        "holds_clients": batch.holds_clients,
+        "note": batch.note(),
+    }
+
+
 def published_entry(row: PublishedRowFacts, differences: list[str], distance: float) -> dict:
     """A published row as the API and pages show it: evidence kind, figures, conditions,
     source, whether any fit saw it, and how its conditions differ from the goal."""
+    load, batch = row.prompt_load(), row.engine_batch()
     return {
         "evidence": EVIDENCE_PUBLISHED,
         "ttft_ms": row.ttft_ms,
@@ -550,8 +574,9 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
             "row": row.source_key,
         },
         "held_out": row.held_out,
-        "fit_use": _fit_use(row),
-        "prompt_load": _prompt_load_entry(row.prompt_load()),
+        "fit_use": _fit_use(row, load, batch),
+        "prompt_load": _prompt_load_entry(load),
+        "engine_batch": _engine_batch_entry(batch),
         "distance": round(distance, 3),
         "differences": differences,
     }

@@ -321,6 +321,7 @@ def _published_values(row: ImportedRow, ids: Mapping[str, Mapping[str, int]], **
         "isl": row.isl,
         "osl": row.osl,
         "concurrency": row.concurrency,
+        "batch_size": row.batch_size,
         "scenario": row.scenario,
         "ttft_ms": row.ttft_ms,
         "tpot_ms": row.tpot_ms,

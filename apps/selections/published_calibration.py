@@ -538,16 +538,17 @@ def _or_inf(score: float | None) -> float:
 
 def fit_calibration(method: str, samples: Sequence[Sample]) -> Calibration:
     """Choose the forms by cross validation and fit the factors, for one base method, on the
-    samples that are not held out and whose own figures add up from a cold cache (a row no
-    method reproduces cold would pull every factor towards it), each run once
-    (published_sample.repeated_runs: a run the sample repeats would weigh as often, and copies
-    of one run under different layouts cannot all be right)."""
-    candidates = [s for s in samples if not s.context.row.held_out and s.context.adds_up]
+    samples that are not held out, whose own figures add up from a cold cache (a row no method
+    reproduces cold would pull every factor towards it) and whose engine batch held its clients
+    (RowContext.fits_on), each run once (published_sample.repeated_runs: a run the sample
+    repeats would weigh as often, and copies of one run under different layouts cannot all be
+    right)."""
+    candidates = [s for s in samples if s.context.fits_on]
     repeated = repeated_runs(s.context.row for s in candidates)
     fitting = [s for s in candidates if s.context.row.key not in repeated]
     if not fitting:
         raise ValueError(
-            "samples: no published row outside the held-out split that adds up to fit on"
+            "samples: no published row outside the held-out split that the loop models to fit on"
         )
     rows = [_fitting(s) for s in sorted(fitting, key=lambda sample: sample.context.row.key)]
     # the later rounds' pattern and the overhead form, with factors per engine, first (each

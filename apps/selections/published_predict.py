@@ -20,7 +20,13 @@ from stackselect_domain.closedloop import (
     FixedConcurrencyPrediction,
     predict_fixed_concurrency,
 )
-from stackselect_domain.prompt_load import TierPeaks, implied_prompt_load
+from stackselect_domain.engine_batch import (
+    EngineBatch,
+    clients_per_rank,
+    engine_batch,
+    loop_reproduces,
+)
+from stackselect_domain.prompt_load import PromptLoad, TierPeaks, implied_prompt_load
 from stackselect_domain.steptime import RooflineStepTime, StepTimeProvider
 
 from apps.catalog.models import Accelerator, ModelSpec
@@ -83,21 +89,42 @@ class RowContext:
     @property
     def per_rank_concurrency(self) -> int:
         """Attention-DP ranks split the clients; each rank batches its own share."""
-        dp = self.row.dp or 1
-        return max(1, -(-(self.row.concurrency or 1) // dp))
+        return clients_per_rank(self.row.concurrency, self.row.dp)
 
     def parallelism(self) -> Parallelism:
         return stated_parallelism(self.row, self.model)
 
-    @cached_property
-    def adds_up(self) -> bool:
-        """False when the row's own figures imply more prompt compute than the roofline assumes
-        any engine reaches (stackselect_domain.prompt_load): no method reproduces it cold."""
+    def prompt_load(self) -> PromptLoad | None:
+        """The prompt compute the row's own figures imply (stackselect_domain.prompt_load)."""
         peaks = TierPeaks.of(self.accelerator)
-        load = implied_prompt_load(
+        return implied_prompt_load(
             self.row, active_params_b=self.model.params_active_b, peaks=peaks
         )
+
+    @property
+    def adds_up(self) -> bool:
+        """False when the row's own figures imply more prompt compute than the roofline assumes
+        any engine reaches: no method reproduces it cold."""
+        load = self.prompt_load()
         return load is None or not load.beyond_assumed
+
+    def engine_batch(self) -> EngineBatch | None:
+        """The engine batch the row states beside its clients (stackselect_domain.engine_batch)."""
+        row = self.row
+        return engine_batch(batch_size=row.batch_size, concurrency=row.concurrency, dp=row.dp)
+
+    @property
+    def batch_holds_clients(self) -> bool:
+        """False when the row states an engine batch per rank smaller than its clients per rank:
+        a queue inside the engine the closed loop does not model."""
+        batch = self.engine_batch()
+        return batch is None or batch.holds_clients
+
+    @cached_property
+    def fits_on(self) -> bool:
+        """Whether a calibration may fit on the row: outside the held-out split, and measured
+        under conditions the closed loop could reproduce (engine_batch.loop_reproduces)."""
+        return not self.row.held_out and loop_reproduces(self.prompt_load(), self.engine_batch())
 
     @property
     def token_budget(self) -> int:

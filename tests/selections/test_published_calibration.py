@@ -95,9 +95,10 @@ def test_no_held_out_row_influences_any_fitted_factor() -> None:
 
 def _too_fast(ttft: float, tpot: float) -> Sample:
     """A fitted-side row of 64 clients with 1,536-token prompts: at 5 ms and 0.5 ms its prompts
-    alone would need about twelve times the H100's peak; at 800 ms and 40 ms, a seventh of it."""
+    alone would need about twelve times the H100's peak; at 800 ms and 40 ms, a seventh of it.
+    Its engine batch holds its clients."""
     sample = _sample(99, FITTED, ttft, tpot)
-    row = replace(sample.context.row, concurrency=64, isl=1536)
+    row = replace(sample.context.row, concurrency=64, isl=1536, batch_size=64)
     return Sample(replace(sample.context, row=row), sample.provider)
 
 
@@ -110,6 +111,26 @@ def test_a_row_whose_own_figures_do_not_add_up_influences_no_fitted_factor() -> 
 
     assert fit_calibration(METHOD_ROOFLINE, [*samples, impossible]) == before
     assert fit_calibration(METHOD_ROOFLINE, [*samples, plausible]) != before
+
+
+def _batched(batch_size: int) -> Sample:
+    """A fitted-side row of 64 clients whose figures add up, run with an engine batch of
+    batch_size sequences."""
+    sample = _too_fast(800, 40)
+    row = replace(sample.context.row, batch_size=batch_size)
+    return Sample(replace(sample.context, row=row), sample.provider)
+
+
+def test_a_row_whose_engine_batch_was_smaller_than_its_clients_influences_no_fitted_factor():
+    samples = _samples()
+    capped, holding = _batched(16), _batched(64)
+    assert not capped.context.batch_holds_clients and not capped.context.fits_on
+    assert holding.context.batch_holds_clients and holding.context.fits_on
+
+    before = fit_calibration(METHOD_ROOFLINE, samples)
+
+    assert fit_calibration(METHOD_ROOFLINE, [*samples, capped]) == before
+    assert fit_calibration(METHOD_ROOFLINE, [*samples, holding]) != before
 
 
 def _copied(samples: list[Sample], of: str, mark: str = "+", **changes) -> list[Sample]:

@@ -14,7 +14,12 @@ from django.template.loader import render_to_string
 from apps.audit.services import Actor
 from apps.catalog import published_overview
 from apps.catalog.published_sample import SOURCE_NAME
-from apps.catalog.selectors import UNFITTED_NOTE, nearest_published_many
+from apps.catalog.selectors import (
+    FITTABLE_NOTE,
+    LEFT_OUT_NOTE,
+    UNFITTED_NOTE,
+    nearest_published_many,
+)
 from apps.catalog.services import published_import
 from apps.selections import services
 from tests.catalog.published_rows import OVERVIEW_GOAL, sample_row
@@ -95,6 +100,7 @@ def test_the_openapi_schema_describes_each_published_row_and_its_source(catalog,
 
     row = schemas["PublishedRow"]["properties"]
     assert {"evidence", "source", "differences", "held_out", "distance", "prompt_load"} <= set(row)
+    assert "engine_batch" in row
     assert {"name", "url", "licence", "as_of"} <= set(schemas["PublishedSource"]["properties"])
 
 
@@ -187,6 +193,9 @@ H200_TRTLLM_STACK = {
 # two thirds of the GPU's dense peak for the prompts alone: more than the roofline assumes.
 TOO_FAST = {"silicon_ttft_ms": "20", "silicon_tpot_ms": "1.5"}
 PUBLISHED_TEMPLATE = "selections/_published.html"
+# The same run's conditions with the engine's batch capped at 4 of the 16 clients, whose other
+# requests queued inside it (slower per token: its own figures, so it is a run of its own).
+CAPPED = {"batch_size": "4", "silicon_tpot_ms": "21.5"}
 
 
 def test_the_estimate_says_which_published_rows_do_not_add_up_from_a_cold_cache(
@@ -206,25 +215,70 @@ def test_the_estimate_says_which_published_rows_do_not_add_up_from_a_cold_cache(
     assert "prompt-cache hits" in loads["too-fast"]["note"]
 
 
-def test_a_published_row_that_does_not_add_up_is_marked_on_the_page(catalog):
-    rows = [sample_row(id="exact"), sample_row(id="too-fast", **TOO_FAST)]
+def _rendered_beside_a_plain_row(odd: dict[str, str]) -> tuple[str, str]:
+    """The page's published block for a row with `odd` conditions and for the plain row."""
+    rows = [sample_row(id="exact"), sample_row(id="odd", **odd)]
     published_import(actor=Actor.system("test"), rows=rows)
     goal = replace(OVERVIEW_GOAL, model_slug="llama-3.1-8b", accelerator_slug="h100-sxm")
     (entries,) = nearest_published_many([goal])
     by_row = {entry["source"]["row"]: [entry] for entry in entries}
-
-    flagged = render_to_string(PUBLISHED_TEMPLATE, {"published_rows": by_row["too-fast"]})
-    plain = render_to_string(PUBLISHED_TEMPLATE, {"published_rows": by_row["exact"]})
-
-    assert 'data-field="prompt-load"' in flagged
-    assert "Does not add up from a cold cache" in flagged and "66% of its GPUs" in flagged
-    assert 'data-field="prompt-load"' not in plain
+    return tuple(
+        html.unescape(render_to_string(PUBLISHED_TEMPLATE, {"published_rows": by_row[key]}))
+        for key in ("odd", "exact")
+    )
 
 
-def test_a_maximum_load_row_states_no_clients_so_its_prompt_load_is_null(overview):
+@pytest.mark.parametrize(
+    ("odd", "field", "says"),
+    [
+        (
+            TOO_FAST,
+            "prompt-load",
+            "Does not add up from a cold cache: its figures imply at least 66%",
+        ),
+        (CAPPED, "engine-batch", "batch of 4 per rank for 16 clients per rank"),
+    ],
+)
+def test_a_published_row_the_loop_cannot_reproduce_is_marked_on_the_page(catalog, odd, field, says):
+    flagged, plain = _rendered_beside_a_plain_row(odd)
+
+    assert f'data-field="{field}"' in flagged and says in flagged
+    assert LEFT_OUT_NOTE in flagged
+    assert f'data-field="{field}"' not in plain and FITTABLE_NOTE in plain
+
+
+def test_a_maximum_load_row_states_no_clients_so_its_prompt_load_and_batch_are_null(overview):
     (rows,) = nearest_published_many([OVERVIEW_GOAL])
 
     assert rows[0]["prompt_load"] is None
+    assert rows[0]["engine_batch"] is None
+
+
+def test_the_estimate_says_which_published_rows_ran_more_clients_than_their_engine_batch(
+    catalog, alice_client
+):
+    rows = [
+        sample_row(id="exact"),
+        sample_row(id="capped", **CAPPED),
+        sample_row(id="too-fast", **TOO_FAST),
+    ]
+    published_import(actor=Actor.system("test"), rows=rows)
+
+    body = _estimate(alice_client, H100_STACK).json()
+
+    by_row = {row["source"]["row"]: row for row in body["published"]}
+    capped, exact = by_row["capped"]["engine_batch"], by_row["exact"]["engine_batch"]
+    assert (capped["batch_size"], capped["clients_per_rank"], capped["holds_clients"]) == (
+        4,
+        16,
+        False,
+    )
+    assert "waited inside the engine" in capped["note"]
+    assert (exact["batch_size"], exact["holds_clients"]) == (16, True)
+    # the calibration fits on neither row the loop cannot reproduce, and says so
+    assert by_row["exact"]["fit_use"] == FITTABLE_NOTE
+    assert by_row["capped"]["fit_use"] == LEFT_OUT_NOTE
+    assert by_row["too-fast"]["fit_use"] == LEFT_OUT_NOTE
 
 
 @pytest.fixture

@@ -398,6 +398,20 @@ class PublishedSourceSerializer(serializers.Serializer):
     row = serializers.CharField(help_text="The row's id within its source.")
 
 
+class EngineBatchSerializer(serializers.Serializer):
+    batch_size = serializers.IntegerField(
+        help_text="The engine's batch per attention rank the source states."
+    )
+    clients_per_rank = serializers.IntegerField(
+        help_text="The row's clients split over its attention data-parallel ranks."
+    )
+    holds_clients = serializers.BooleanField(
+        help_text="False: the engine capped its batch below the clients, whose other requests "
+        "waited inside it, a queue no method here models; read the row with care."
+    )
+    note = serializers.CharField()
+
+
 class PromptLoadSerializer(serializers.Serializer):
     share_of_peak = serializers.FloatField(
         help_text="The least share of the row's GPUs' dense peak its own figures imply were "
@@ -456,6 +470,11 @@ class PublishedRowSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Whether the row's figures add up; null where they cannot tell (a "
         "disaggregated row, no clients, no TTFT or TPOT, or no peak in the catalog).",
+    )
+    engine_batch = EngineBatchSerializer(
+        allow_null=True,
+        help_text="The engine batch the row states beside its clients; null where it states "
+        "no batch or no clients.",
     )
     distance = serializers.FloatField(help_text="The ranking distance (docs/predictions.md).")
     differences = serializers.ListField(
