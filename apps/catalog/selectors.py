@@ -306,8 +306,8 @@ HELD_OUT_NOTE = (
 UNFITTED_NOTE = "not used by any fit: the calibration fits on AIConfigurator's sample only"
 FITTABLE_NOTE = "not held out: the calibrated method may have fitted its factors on this row"
 LEFT_OUT_NOTE = (
-    "not used by any fit: the calibration leaves out rows no method here reproduces (the caution "
-    "above says why)"
+    "not used by any fit: the calibration leaves out rows no method here reproduces (its caution, "
+    "prompt_load or engine_batch in the API, says why)"
 )
 
 
