@@ -376,7 +376,7 @@ def main() -> int:
     _print_table({m: results[m] for m in SHOWN if m in results}, f"of {len(held)}")
     methods = [m for m in SHOWN if m in results]
     _print_common(by_row, methods, None, "held-out rows every method answers")
-    reproducible = {c.row.key for c in held if c.adds_up and c.batch_holds_clients}
+    reproducible = {c.row.key for c in held if c.loop_reproduces}
     _print_common(
         by_row,
         methods,

@@ -105,8 +105,7 @@ class RowContext:
     def adds_up(self) -> bool:
         """False when the row's own figures imply more prompt compute than the roofline assumes
         any engine reaches: no method reproduces it cold."""
-        load = self.prompt_load()
-        return load is None or not load.beyond_assumed
+        return loop_reproduces(self.prompt_load(), None)
 
     def engine_batch(self) -> EngineBatch | None:
         """The engine batch the row states beside its clients (stackselect_domain.engine_batch)."""
@@ -117,14 +116,19 @@ class RowContext:
     def batch_holds_clients(self) -> bool:
         """False when the row states an engine batch per rank smaller than its clients per rank:
         a queue inside the engine the closed loop does not model."""
-        batch = self.engine_batch()
-        return batch is None or batch.holds_clients
+        return loop_reproduces(None, self.engine_batch())
 
     @cached_property
+    def loop_reproduces(self) -> bool:
+        """Whether the closed loop could reproduce the row: both checks above pass
+        (engine_batch.loop_reproduces)."""
+        return loop_reproduces(self.prompt_load(), self.engine_batch())
+
+    @property
     def fits_on(self) -> bool:
         """Whether a calibration may fit on the row: outside the held-out split, and measured
-        under conditions the closed loop could reproduce (engine_batch.loop_reproduces)."""
-        return not self.row.held_out and loop_reproduces(self.prompt_load(), self.engine_batch())
+        under conditions the closed loop could reproduce."""
+        return not self.row.held_out and self.loop_reproduces
 
     @property
     def token_budget(self) -> int:
