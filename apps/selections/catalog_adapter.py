@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from django.db.models import QuerySet
+
 from apps.catalog.choices import EngineKind, PrefixCacheKind, UnchunkedLimit, Vendor
 from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
 from apps.selections.estimator import AcceleratorSpec, ModelArch
@@ -241,6 +243,17 @@ class Cell:
         return (self.backend_id is not None) + bool(self.vendor) + bool(self.family)
 
 
+def _cells(capabilities: QuerySet[Capability]) -> dict[tuple[int, str], list[Cell]]:
+    """Capability cells by (release id, feature key)."""
+    cells: dict[tuple[int, str], list[Cell]] = defaultdict(list)
+    rows = capabilities.values_list(
+        "id", "release_id", "feature__key", "maturity", "backend_id", "vendor", "family"
+    )
+    for cell_id, release_id, key, maturity, backend_id, vendor, family in rows:
+        cells[(release_id, key)].append(Cell(cell_id, maturity, backend_id, vendor, family))
+    return dict(cells)
+
+
 @dataclass
 class CatalogSnapshot:
     """Releases (with engine and backends), accelerators and capability cells, loaded once."""
@@ -259,13 +272,17 @@ class CatalogSnapshot:
         accelerators = Accelerator.objects.order_by("vendor", "name")
         if accelerator_slugs is not None:
             accelerators = accelerators.filter(slug__in=list(accelerator_slugs))
-        cells: dict[tuple[int, str], list[Cell]] = defaultdict(list)
-        rows = Capability.objects.values_list(
-            "id", "release_id", "feature__key", "maturity", "backend_id", "vendor", "family"
+        return cls(
+            releases=releases,
+            accelerators=list(accelerators),
+            cells=_cells(Capability.objects.all()),
         )
-        for cell_id, release_id, key, maturity, backend_id, vendor, family in rows:
-            cells[(release_id, key)].append(Cell(cell_id, maturity, backend_id, vendor, family))
-        return cls(releases=releases, accelerators=list(accelerators), cells=dict(cells))
+
+    @classmethod
+    def of_release(cls, release: EngineRelease, accelerator: Accelerator) -> CatalogSnapshot:
+        """The cells of one release, for judging one stack (the stateless estimate)."""
+        cells = _cells(Capability.objects.filter(release=release))
+        return cls(releases=[release], accelerators=[accelerator], cells=cells)
 
     def serving_releases(self) -> list[EngineRelease]:
         return [r for r in self.releases if r.engine.kind == EngineKind.ENGINE]

@@ -39,6 +39,7 @@ from apps.selections.estimator import (
 )
 from apps.selections.published_nearest import estimate_published
 from apps.selections.simulator import EngineConfig
+from apps.selections.stack_capability import stack_capability
 from apps.selections.steady_state import MIN_STEADY_REQUESTS, micro_batch_config, steady_run
 from apps.selections.steptime_providers import (
     StackInputs,
@@ -84,7 +85,8 @@ def stateless_estimate(
     micro-batch through every stage, and the replica's throughput counts them all.
 
     Figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
-    field that makes the layout impossible (tp that does not divide the heads, ...).
+    field that makes the layout impossible (tp that does not divide the heads, ...), and
+    stack_capability.StackCannotRun the fields of a stack the catalog records as unable to run.
     """
     spec = ModelSpec.objects.get(slug=model)
     arch = model_arch(spec)
@@ -95,6 +97,15 @@ def stateless_estimate(
         raise ValueError("dp: tp x pp x dp must equal gpu_count")
     layout = Parallelism(tp=tp, pp=pp, ep=ep, dp=gpu_count // (tp * pp))
     release = _release(engine, engine_version)
+    capability = release and stack_capability(
+        release=release,
+        backend=backend,
+        accelerator=hardware,
+        layout=layout,
+        precision=precision,
+        model=spec,
+        kv_dtype=kv_dtype,
+    )
     stack = StackInputs(
         model=arch,
         accel=accel,
@@ -142,6 +153,7 @@ def stateless_estimate(
         "engine_version": release.version if release else None,
         "backend": backend or None,
         "step_time_basis": engine_profile(engine).basis,
+        "capability": capability or None,
         "analytic": analytic,
         **{metric: analytic[metric] for metric in METRICS},
         **_method(method_record(provider, NATURE_ANALYTIC, note)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.catalog import aiconfigurator_wheel
-from apps.catalog.models import Accelerator, ModelSpec
+from apps.catalog.models import Accelerator, Capability, ModelSpec
 from apps.selections import services
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.error_bands import error_band
@@ -419,6 +419,48 @@ def test_the_estimate_refuses_an_unknown_release_and_a_backend_the_engine_lacks(
 
     assert version.status_code == 400 and "engine_version" in version.json()
     assert backend.status_code == 400 and "backend" in backend.json()
+
+
+def test_the_estimate_refuses_a_stack_the_catalog_records_as_unable_to_run(
+    catalog, alice_client
+):
+    tensorrt = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "tensorrt-llm"})
+    kernels = _post(
+        alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "vllm", "backend": "flashmla"}
+    )
+    fp4 = {**H200_STACK, "model": "llama-3.1-8b", "precision": "fp4", "gpu_count": 1, "tp": 1}
+    hopper_fp4 = _post(alice_client, "/api/v1/estimate/", {**fp4, "engine": "vllm"})
+
+    # the same reasons the candidate list drops such stacks for, each under the field to change
+    assert tensorrt.status_code == 400, tensorrt.json()
+    [message] = tensorrt.json()["engine"]
+    assert list(tensorrt.json()) == ["engine"]
+    assert message.startswith("The catalog records AMD cdna3 as unsupported in TensorRT-LLM")
+    assert kernels.status_code == 400
+    attention, hardware = kernels.json()["backend"]
+    assert "serves mla attention only" in attention and "built for hopper" in hardware
+    assert hopper_fp4.status_code == 400
+    assert "FP4 tensor cores" in hopper_fp4.json()["precision"][0]
+
+
+def test_an_estimate_names_what_the_catalog_holds_no_evidence_for_beside_its_figures(
+    catalog, alice_client
+):
+    unverified = {**H200_STACK, "model": "llama-3.1-8b", "gpu_count": 1, "tp": 1}
+    llama_cpp = _post(alice_client, "/api/v1/estimate/", {**unverified, "engine": "llama-cpp"})
+    vllm = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "vllm"}).json()
+    no_engine = _post(alice_client, "/api/v1/estimate/", MI300X_STACK).json()
+
+    assert llama_cpp.status_code == 200
+    capability = llama_cpp.json()["capability"]
+    assert capability["verdict"] == "unverified"
+    assert {reason["code"] for reason in capability["reasons"]} >= {"precision_unverified"}
+    assert llama_cpp.json()["tpot_ms"] > 0  # the figures stay, with the gap named beside them
+    assert vllm["capability"]["verdict"] == "recorded" and vllm["capability"]["reasons"] == []
+    cells = Capability.objects.filter(pk__in=vllm["capability"]["capability_ids"])
+    assert {cell.release.engine.slug for cell in cells} == {"vllm"}
+    assert {"hw_amd", "tensor_parallel"} <= {cell.feature.key for cell in cells}
+    assert no_engine["capability"] is None
 
 
 def test_two_engines_on_one_layout_get_different_estimates_each_named(catalog, alice_client):

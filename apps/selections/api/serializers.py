@@ -679,6 +679,19 @@ class SchedulerSerializer(serializers.Serializer):
     )
 
 
+class EstimateCapabilitySerializer(serializers.Serializer):
+    verdict = serializers.ChoiceField(
+        choices=["recorded", "unverified"],
+        help_text="recorded: a capability cell backs every need of the stack; unverified: the "
+        "catalog holds no evidence either way for the needs in `reasons`. A stack the catalog "
+        "records as unable to run is refused with a 400 instead.",
+    )
+    reasons = ReasonSerializer(many=True)
+    capability_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The capability cells read, with sources."
+    )
+
+
 class EstimateOutputSerializer(serializers.Serializer):
     memory_method = serializers.CharField(
         help_text="Where the memory figures (weights, KV, fits) come from."
@@ -705,6 +718,10 @@ class EstimateOutputSerializer(serializers.Serializer):
     engine = serializers.CharField(allow_null=True)
     engine_version = serializers.CharField(allow_null=True)
     backend = serializers.CharField(allow_null=True)
+    capability = EstimateCapabilitySerializer(
+        allow_null=True,
+        help_text="What the capability matrix says of the stack; null when no engine is named.",
+    )
     ttft_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
     tpot_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
     e2e_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")

@@ -32,6 +32,7 @@ from apps.selections.api.serializers import (
 )
 from apps.selections.choices import CandidateOutcome
 from apps.selections.models import Selection
+from apps.selections.stack_capability import StackCannotRun
 from apps.selections.stateless_estimate import stateless_estimate
 
 
@@ -176,6 +177,8 @@ class EstimateView(APIView):
         data.is_valid(raise_exception=True)
         try:
             result = stateless_estimate(**data.validated_data)
+        except StackCannotRun as error:
+            raise DjangoValidationError(error.errors) from error
         except ValueError as error:
             field, _, message = str(error).partition(": ")
             raise DjangoValidationError({field: message or field}) from error

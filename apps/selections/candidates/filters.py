@@ -15,7 +15,7 @@ import numpy as np
 from stackselect_domain.workload import generate_requests
 
 from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
-from apps.catalog.models import Accelerator, EngineRelease
+from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections.candidates.capacity import MemoryRule, memory_rule
 from apps.selections.candidates.goal import Goal, open_loop_workload
 from apps.selections.candidates.kernels import hardware_precision_reasons, kernel_reasons
@@ -80,12 +80,112 @@ def _engine_name(release: EngineRelease) -> str:
     return f"{release.engine.name} {release.version}"
 
 
+@dataclass(frozen=True)
+class StackNeeds:
+    """What a stack must do for its user, whatever the stack: serve this model with a 16-bit
+    or an FP8 KV cache, the features required at a minimum maturity, the operational needs."""
+
+    model: ModelSpec
+    kv_sixteen_bit: bool = True
+    required_features: tuple[tuple[str, str], ...] = ()
+    operational: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, goal: Goal) -> StackNeeds:
+        return cls(goal.model, goal.kv_is_sixteen_bit, goal.required_features, goal.operational)
+
+
+def _checks(stack: Stack, needs: StackNeeds) -> list[_Check]:
+    accelerator, model = stack.accelerator, needs.model
+    checks = [
+        _Check(
+            hardware_feature(accelerator),
+            f"{accelerator.get_vendor_display()} {accelerator.family or accelerator.name}",
+            HARDWARE_UNSUPPORTED,
+            HARDWARE_UNVERIFIED,
+        ),
+        _Check(
+            model.architecture,
+            f"the {model.name} architecture ({model.architecture})",
+            MODEL_UNSUPPORTED,
+            MODEL_UNVERIFIED,
+        ),
+        _Check(
+            precision_feature(stack.precision),
+            f"{stack.precision} weights",
+            PRECISION_UNSUPPORTED,
+            PRECISION_UNVERIFIED,
+            optional_when_absent=stack.precision in SIXTEEN_BIT,
+        ),
+    ]
+    if not needs.kv_sixteen_bit:
+        checks.append(
+            _Check("kv_fp8", "an FP8 KV cache", PRECISION_UNSUPPORTED, PRECISION_UNVERIFIED)
+        )
+    for needed, feature, what in (
+        (stack.layout.tp > 1, "tensor_parallel", "tensor parallelism"),
+        (stack.layout.pp > 1, "pipeline_parallel", "pipeline parallelism"),
+        (stack.layout.ep > 1, "expert_parallel", "expert parallelism"),
+    ):
+        if needed:
+            checks.append(_Check(feature, what, PARALLELISM_UNSUPPORTED, PARALLELISM_UNVERIFIED))
+    return checks
+
+
+def _cell(snapshot: CatalogSnapshot, stack: Stack, feature: str) -> Cell | None:
+    return snapshot.cell(
+        stack.release,
+        feature,
+        backend_id=stack.backend.pk if stack.backend else None,
+        accelerator=stack.accelerator,
+    )
+
+
+def capability_findings(
+    snapshot: CatalogSnapshot, stack: Stack, needs: StackNeeds
+) -> _CapabilityFindings:
+    """What the capability cells say about the stack against the needs (module docstring)."""
+    engine = _engine_name(stack.release)
+    reasons, cells = [], []
+    for check in _checks(stack, needs):
+        cell = _cell(snapshot, stack, check.feature)
+        if cell is not None:
+            cells.append(cell)
+        if cell is not None and cell.maturity in _REFUSING:
+            message = f"The catalog records {check.what} as {cell.maturity} in {engine}."
+            reasons.append(Reason(check.unsupported_code, message))
+        elif cell is None and not check.optional_when_absent:
+            message = f"The catalog has no evidence that {engine} supports {check.what}."
+            reasons.append(Reason(check.unverified_code, message))
+    for feature, minimum in needs.required_features:
+        cell = _cell(snapshot, stack, feature)
+        if cell is not None:
+            cells.append(cell)
+        if cell is None or not maturity_meets(cell.maturity, minimum):
+            found = cell.maturity if cell else "no catalog cell"
+            message = f"{feature} needs at least {minimum} in {engine}; found {found}."
+            reasons.append(Reason(FEATURE_IMMATURE, message))
+    operational = [_cell(snapshot, stack, need) for need in needs.operational]
+    met = [cell for cell in operational if cell is not None and cell.maturity not in _REFUSING]
+    return _CapabilityFindings(
+        reasons=[
+            *kernel_reasons(stack, needs.model),
+            *hardware_precision_reasons(stack.precision, stack.accelerator),
+            *reasons,
+        ],
+        cell_ids=[cell.id for cell in cells + met],
+        maturity=sum(MATURITY_RANK[c.maturity] for c in cells) / (3 * len(cells) or 1),
+        operational_fit=len(met) / len(operational) if operational else 1.0,
+    )
+
+
 class Judge:
     """Applies the hard filters to stacks of one goal, caching what stacks share."""
 
     def __init__(self, snapshot: CatalogSnapshot, goal: Goal) -> None:
         self.snapshot = snapshot
         self.goal = goal
+        self.needs = StackNeeds.of(goal)
         self._capabilities: dict[tuple, _CapabilityFindings] = {}
         self._memory: dict[tuple, MemoryEstimate | Reason] = {}
         self._lengths: tuple[np.ndarray, np.ndarray] | None = None
@@ -115,16 +215,12 @@ class Judge:
         key = (stack.release.pk, stack.backend and stack.backend.pk, stack.accelerator.pk)
         key += (stack.precision, stack.layout.tp > 1, stack.layout.pp > 1, stack.layout.ep > 1)
         if key not in self._capabilities:
-            self._capabilities[key] = self._capability_reasons(stack)
+            self._capabilities[key] = capability_findings(self.snapshot, stack, self.needs)
         found = self._capabilities[key]
         memory = self.memory_of(stack)
         verdict = Verdict(
             stack,
-            reasons=[
-                *kernel_reasons(stack, self.goal.model),
-                *hardware_precision_reasons(stack.precision, stack.accelerator),
-                *found.reasons,
-            ],
+            reasons=list(found.reasons),
             capability_ids=list(found.cell_ids),
             maturity=found.maturity,
             operational_fit=found.operational_fit,
@@ -135,84 +231,6 @@ class Judge:
             verdict.reasons.extend(self._fit_reasons(stack, memory))
             verdict.estimate = {"memory": _memory_dict(memory, memory_rule(stack.release))}
         return verdict
-
-    # ------------------------------------------------------------ capabilities
-
-    def _checks(self, stack: Stack) -> list[_Check]:
-        accelerator, goal = stack.accelerator, self.goal
-        checks = [
-            _Check(
-                hardware_feature(accelerator),
-                f"{accelerator.get_vendor_display()} {accelerator.family or accelerator.name}",
-                HARDWARE_UNSUPPORTED,
-                HARDWARE_UNVERIFIED,
-            ),
-            _Check(
-                goal.model.architecture,
-                f"the {goal.model.name} architecture ({goal.model.architecture})",
-                MODEL_UNSUPPORTED,
-                MODEL_UNVERIFIED,
-            ),
-            _Check(
-                precision_feature(stack.precision),
-                f"{stack.precision} weights",
-                PRECISION_UNSUPPORTED,
-                PRECISION_UNVERIFIED,
-                optional_when_absent=stack.precision in SIXTEEN_BIT,
-            ),
-        ]
-        if not goal.kv_is_sixteen_bit:
-            checks.append(
-                _Check("kv_fp8", "an FP8 KV cache", PRECISION_UNSUPPORTED, PRECISION_UNVERIFIED)
-            )
-        for needed, feature, what in (
-            (stack.layout.tp > 1, "tensor_parallel", "tensor parallelism"),
-            (stack.layout.pp > 1, "pipeline_parallel", "pipeline parallelism"),
-            (stack.layout.ep > 1, "expert_parallel", "expert parallelism"),
-        ):
-            if needed:
-                checks.append(
-                    _Check(feature, what, PARALLELISM_UNSUPPORTED, PARALLELISM_UNVERIFIED)
-                )
-        return checks
-
-    def _cell(self, stack: Stack, feature: str) -> Cell | None:
-        return self.snapshot.cell(
-            stack.release,
-            feature,
-            backend_id=stack.backend.pk if stack.backend else None,
-            accelerator=stack.accelerator,
-        )
-
-    def _capability_reasons(self, stack: Stack) -> _CapabilityFindings:
-        engine = _engine_name(stack.release)
-        reasons, cells = [], []
-        for check in self._checks(stack):
-            cell = self._cell(stack, check.feature)
-            if cell is not None:
-                cells.append(cell)
-            if cell is not None and cell.maturity in _REFUSING:
-                message = f"The catalog records {check.what} as {cell.maturity} in {engine}."
-                reasons.append(Reason(check.unsupported_code, message))
-            elif cell is None and not check.optional_when_absent:
-                message = f"The catalog has no evidence that {engine} supports {check.what}."
-                reasons.append(Reason(check.unverified_code, message))
-        for feature, minimum in self.goal.required_features:
-            cell = self._cell(stack, feature)
-            if cell is not None:
-                cells.append(cell)
-            if cell is None or not maturity_meets(cell.maturity, minimum):
-                found = cell.maturity if cell else "no catalog cell"
-                message = f"{feature} needs at least {minimum} in {engine}; found {found}."
-                reasons.append(Reason(FEATURE_IMMATURE, message))
-        operational = [self._cell(stack, need) for need in self.goal.operational]
-        met = [cell for cell in operational if cell is not None and cell.maturity not in _REFUSING]
-        return _CapabilityFindings(
-            reasons=reasons,
-            cell_ids=[cell.id for cell in cells + met],
-            maturity=sum(MATURITY_RANK[c.maturity] for c in cells) / (3 * len(cells) or 1),
-            operational_fit=len(met) / len(operational) if operational else 1.0,
-        )
 
     # ------------------------------------------------------------ memory
 
