@@ -421,9 +421,7 @@ def test_the_estimate_refuses_an_unknown_release_and_a_backend_the_engine_lacks(
     assert backend.status_code == 400 and "backend" in backend.json()
 
 
-def test_the_estimate_refuses_a_stack_the_catalog_records_as_unable_to_run(
-    catalog, alice_client
-):
+def test_the_estimate_refuses_a_stack_the_catalog_records_as_unable_to_run(catalog, alice_client):
     tensorrt = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "tensorrt-llm"})
     kernels = _post(
         alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "vllm", "backend": "flashmla"}
