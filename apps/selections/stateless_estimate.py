@@ -97,15 +97,17 @@ def stateless_estimate(
         raise ValueError("dp: tp x pp x dp must equal gpu_count")
     layout = Parallelism(tp=tp, pp=pp, ep=ep, dp=gpu_count // (tp * pp))
     release = _release(engine, engine_version)
-    capability = release and stack_capability(
-        release=release,
-        backend=backend,
-        accelerator=hardware,
-        layout=layout,
-        precision=precision,
-        model=spec,
-        kv_dtype=kv_dtype,
-    )
+    capability = None
+    if release is not None:
+        capability = stack_capability(
+            release=release,
+            backend=backend,
+            accelerator=hardware,
+            layout=layout,
+            precision=precision,
+            model=spec,
+            kv_dtype=kv_dtype,
+        )
     stack = StackInputs(
         model=arch,
         accel=accel,
@@ -153,7 +155,7 @@ def stateless_estimate(
         "engine_version": release.version if release else None,
         "backend": backend or None,
         "step_time_basis": engine_profile(engine).basis,
-        "capability": capability or None,
+        "capability": capability,
         "analytic": analytic,
         **{metric: analytic[metric] for metric in METRICS},
         **_method(method_record(provider, NATURE_ANALYTIC, note)),
