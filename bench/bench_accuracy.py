@@ -52,6 +52,7 @@ from apps.catalog.models import Accelerator, ModelSpec  # noqa: E402
 from apps.catalog.published_sample import (  # noqa: E402
     COPY_CONFLICTING,
     COPY_REPEATED,
+    copies_by_run,
     read_sample,
     repeated_runs,
 )
@@ -156,10 +157,7 @@ def _print_common(
 def _one_row_per_run(held: list[RowContext]) -> set[str]:
     """The key of each held-out run's first row (by key): a run the sample exported twice
     counts once."""
-    first: dict[tuple, str] = {}
-    for context in sorted(held, key=lambda c: c.row.key):
-        first.setdefault(context.row.run, context.row.key)
-    return set(first.values())
+    return {copies[0].key for copies in copies_by_run(c.row for c in held).values()}
 
 
 def _print_left_out(contexts: list[RowContext]) -> None:

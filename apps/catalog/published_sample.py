@@ -174,16 +174,21 @@ COPY_REPEATED = "repeats a run another row already counts"
 COPY_CONFLICTING = "is one of the copies of a run that state different layouts"
 
 
+def copies_by_run(rows: Iterable[PublishedRow]) -> dict[tuple, list[PublishedRow]]:
+    """The rows of each run (run_identity), in key order: the first is the copy that counts."""
+    copies: dict[tuple, list[PublishedRow]] = defaultdict(list)
+    for row in sorted(rows, key=lambda row: row.key):
+        copies[row.run].append(row)
+    return copies
+
+
 def repeated_runs(rows: Iterable[PublishedRow]) -> dict[str, str]:
     """The rows a fit should not count, by key, with why: each copy of a run after the first
     (in key order), so a run weighs once however often the sample repeats it, and every copy of
     a run whose copies state different layouts (tp, pp, ep, dp), as which label is true cannot
     be told."""
-    copies: dict[tuple, list[PublishedRow]] = defaultdict(list)
-    for row in sorted(rows, key=lambda row: row.key):
-        copies[row.run].append(row)
     left_out = {}
-    for same_run in copies.values():
+    for same_run in copies_by_run(rows).values():
         if len({row.layout_label for row in same_run}) > 1:
             left_out.update((row.key, COPY_CONFLICTING) for row in same_run)
         else:

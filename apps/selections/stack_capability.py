@@ -15,6 +15,7 @@ from typing import Any
 from apps.catalog.models import Accelerator, EngineRelease, KernelBackend, ModelSpec
 from apps.selections.candidates.filters import (
     HARDWARE_UNSUPPORTED,
+    KV_PRECISION_UNSUPPORTED,
     MODEL_UNSUPPORTED,
     PARALLELISM_UNSUPPORTED,
     PRECISION_UNSUPPORTED,
@@ -32,12 +33,14 @@ from apps.selections.catalog_adapter import SIXTEEN_BIT, CatalogSnapshot
 from apps.selections.estimator import Parallelism
 
 # The input field each reason a stack cannot run blames: the engine release for what its cells
-# refuse, the kernel backend for its own facts, the precision for the hardware's.
+# refuse, the KV cache's precision where the refused cell is the FP8 KV cache, the kernel backend
+# for its own facts, the precision for the hardware's.
 CANNOT_RUN_FIELDS = {
     HARDWARE_UNSUPPORTED: "engine",
     MODEL_UNSUPPORTED: "engine",
     PRECISION_UNSUPPORTED: "engine",
     PARALLELISM_UNSUPPORTED: "engine",
+    KV_PRECISION_UNSUPPORTED: "kv_dtype",
     KERNEL_ATTENTION_MISMATCH: "backend",
     KERNEL_PRECISION_MISMATCH: "backend",
     KERNEL_HARDWARE_MISMATCH: "backend",

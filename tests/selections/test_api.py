@@ -428,6 +428,8 @@ def test_the_estimate_refuses_a_stack_the_catalog_records_as_unable_to_run(catal
     )
     fp4 = {**H200_STACK, "model": "llama-3.1-8b", "precision": "fp4", "gpu_count": 1, "tp": 1}
     hopper_fp4 = _post(alice_client, "/api/v1/estimate/", {**fp4, "engine": "vllm"})
+    kv_fp8 = {**fp4, "precision": "bf16", "engine": "llama-cpp", "kv_dtype": "fp8"}
+    llama_cpp_fp8_kv = _post(alice_client, "/api/v1/estimate/", kv_fp8)
 
     # the same reasons the candidate list drops such stacks for, each under the field to change
     assert tensorrt.status_code == 400, tensorrt.json()
@@ -439,6 +441,9 @@ def test_the_estimate_refuses_a_stack_the_catalog_records_as_unable_to_run(catal
     assert "serves mla attention only" in attention and "built for hopper" in hardware
     assert hopper_fp4.status_code == 400
     assert "FP4 tensor cores" in hopper_fp4.json()["precision"][0]
+    assert llama_cpp_fp8_kv.status_code == 400
+    assert "an FP8 KV cache as unsupported" in llama_cpp_fp8_kv.json()["kv_dtype"][0]
+    assert "engine" not in llama_cpp_fp8_kv.json()
 
 
 def test_an_estimate_names_what_the_catalog_holds_no_evidence_for_beside_its_figures(

@@ -117,6 +117,19 @@ def test_llama_cpp_on_amd_runs_the_hip_backend_not_cuda(catalog, alice, acme, go
     assert hip[0].outcome == CandidateOutcome.KEPT
 
 
+def test_an_fp8_kv_cache_llama_cpp_refuses_drops_it_for_its_kv_cache_not_its_weights(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["workload"].update(precision="q4_k_m", kv_dtype="fp8")
+    goal_payload["constraints"].update(accelerators=["mi300x"], max_gpus=1)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    codes = _codes(_rows(selection, CandidateOutcome.DROPPED, engine="llama-cpp"))
+    assert "kv_precision_unsupported" in codes
+    assert "precision_unsupported" not in codes
+
+
 def test_tgi_project_status_is_maintenance_checked_with_a_date_and_source(catalog):
     tgi = Engine.objects.get(slug="tgi")
 

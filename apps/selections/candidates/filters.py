@@ -39,6 +39,8 @@ MODEL_UNSUPPORTED = "model_unsupported"
 MODEL_UNVERIFIED = "model_unverified"
 PRECISION_UNSUPPORTED = "precision_unsupported"
 PRECISION_UNVERIFIED = "precision_unverified"
+KV_PRECISION_UNSUPPORTED = "kv_precision_unsupported"
+KV_PRECISION_UNVERIFIED = "kv_precision_unverified"
 PARALLELISM_UNSUPPORTED = "parallelism_unsupported"
 PARALLELISM_UNVERIFIED = "parallelism_unverified"
 FEATURE_IMMATURE = "feature_immature"
@@ -120,7 +122,7 @@ def _checks(stack: Stack, needs: StackNeeds) -> list[_Check]:
     ]
     if not needs.kv_sixteen_bit:
         checks.append(
-            _Check("kv_fp8", "an FP8 KV cache", PRECISION_UNSUPPORTED, PRECISION_UNVERIFIED)
+            _Check("kv_fp8", "an FP8 KV cache", KV_PRECISION_UNSUPPORTED, KV_PRECISION_UNVERIFIED)
         )
     for needed, feature, what in (
         (stack.layout.tp > 1, "tensor_parallel", "tensor parallelism"),
