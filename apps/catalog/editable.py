@@ -12,12 +12,8 @@ ENGINE_FIELDS = (
     "status_source",
     "description",
 )
-RELEASE_FIELDS = (
-    "engine",
-    "version",
-    "release_date",
-    "source",
-    "as_of",
+# A release's serving defaults and their sources: what a new release carries over from the last.
+RELEASE_DEFAULT_FIELDS = (
     "max_num_batched_tokens",
     "max_num_seqs",
     "budget_tiers",
@@ -32,6 +28,14 @@ RELEASE_FIELDS = (
     "memory_fraction_as_of",
     "defaults_source",
     "defaults_as_of",
+)
+RELEASE_FIELDS = (
+    "engine",
+    "version",
+    "release_date",
+    "source",
+    "as_of",
+    *RELEASE_DEFAULT_FIELDS,
     "needs_review",
 )
 BACKEND_FIELDS = (

@@ -26,6 +26,7 @@ from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.choices import Contract, EngineKind, Maturity, PublishedScenario
+from apps.catalog.editable import RELEASE_DEFAULT_FIELDS
 from apps.catalog.figures import ACCELERATOR_FIGURES, MODEL_FIGURES, figures_of, has_value
 from apps.catalog.matrix import Matrix, build_matrix, matrix_cells
 from apps.catalog.models import (
@@ -41,7 +42,6 @@ from apps.catalog.models import (
 from apps.catalog.published_overview import read_overview
 from apps.catalog.published_sample import SOURCE_NAME as SAMPLE_SOURCE_NAME
 from apps.catalog.published_sample import read_sample, run_identity
-from apps.catalog.services import RELEASE_DEFAULT_FIELDS
 
 _DEFAULT_VALUE_FIELDS = tuple(
     name for name in RELEASE_DEFAULT_FIELDS if name not in ("defaults_source", "defaults_as_of")

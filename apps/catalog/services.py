@@ -19,6 +19,7 @@ from django.db.models import ProtectedError
 
 from apps.audit.services import Actor, audit_record
 from apps.audit.snapshots import snapshot
+from apps.catalog.editable import RELEASE_DEFAULT_FIELDS
 from apps.catalog.interchange import ImportPlan, plan_import, read_rows
 from apps.catalog.maturity_rule import CellEvidence, maturity_change_errors
 from apps.catalog.models import (
@@ -58,22 +59,6 @@ ENTITY_NAMES: dict[type[models.Model], str] = {
     Feature: "feature",
     Capability: "capability",
 }
-RELEASE_DEFAULT_FIELDS = (
-    "max_num_batched_tokens",
-    "max_num_seqs",
-    "budget_tiers",
-    "kv_block_size",
-    "chunked_prefill_default",
-    "unchunked_limit",
-    "prefix_cache_kind",
-    "prefix_cache_default_on",
-    "memory_fraction",
-    "memory_fraction_basis",
-    "memory_fraction_source",
-    "memory_fraction_as_of",
-    "defaults_source",
-    "defaults_as_of",
-)
 
 
 def _action(model: type[models.Model], verb: str) -> str:
