@@ -8,13 +8,13 @@ filesystem:// broker or a loopback address only works for a runner on the server
 
 from __future__ import annotations
 
-import ipaddress
 import tomllib
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
+from stackselect_domain.addresses import is_loopback_host
 
 VENV = "~/stackselect-runner"
 
@@ -24,17 +24,6 @@ def package_version(package: str) -> str:
     """The version in <package>/pyproject.toml of this source tree ("runner", "domain")."""
     path = Path(settings.BASE_DIR) / package / "pyproject.toml"
     return str(tomllib.loads(path.read_text())["project"]["version"])
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def masked(url: str) -> str:
@@ -53,7 +42,7 @@ def broker_warning(broker_url: str) -> str | None:
             f"Runners are given the broker {masked(broker_url)}: folders on this server's disk, "
             "which a runner on another machine cannot reach."
         )
-    if _is_loopback(parts.hostname):
+    if is_loopback_host(parts.hostname):
         return (
             f"Runners are given the broker {masked(broker_url)}: {parts.hostname} is the "
             "runner's own machine, so a runner on another host will not find this Redis."
@@ -63,7 +52,7 @@ def broker_warning(broker_url: str) -> str | None:
 
 def server_url_warning(server_url: str) -> str | None:
     host = urlsplit(server_url).hostname
-    if _is_loopback(host):
+    if is_loopback_host(host):
         return (
             f"Runners will call this server at {server_url}; {host} only works on this machine. "
             "Set RUNNER_PUBLIC_URL to an address the GPU hosts reach."

@@ -8,11 +8,12 @@ broker is named as a problem.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from stackselect_domain.addresses import is_loopback_host
 
 from stackselect_runner.config import Credentials
 from stackselect_runner.devices import device_variables
@@ -32,17 +33,6 @@ class Findings:
         out = [f"found:    {line}" for line in self.found]
         out += [f"missing:  {line}" for line in self.missing] or ["missing:  nothing"]
         return out
-
-
-def is_loopback_host(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def broker_problem(broker_url: str, server_url: str) -> str | None:
