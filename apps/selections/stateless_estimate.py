@@ -40,7 +40,12 @@ from apps.selections.estimator import (
 from apps.selections.published_nearest import estimate_published
 from apps.selections.simulator import EngineConfig
 from apps.selections.stack_capability import stack_capability
-from apps.selections.steady_state import MIN_STEADY_REQUESTS, micro_batch_config, steady_run
+from apps.selections.steady_state import (
+    MIN_STEADY_REQUESTS,
+    micro_batch_config,
+    run_requests,
+    steady_run,
+)
 from apps.selections.steptime_providers import (
     StackInputs,
     method_note,
@@ -260,9 +265,10 @@ def _config(
 
 
 def _check_simulation_size(osl: int, concurrency: int | None) -> None:
-    steps = MIN_STEADY_REQUESTS * osl / (concurrency or 1)
+    requests = run_requests(MIN_STEADY_REQUESTS, concurrency)
+    steps = requests * osl / (concurrency or 1)
     if steps > MAX_SIMULATED_STEPS:
         raise ValueError(
-            f"osl: {MIN_STEADY_REQUESTS} requests of {osl} output tokens at this load take too "
+            f"osl: {requests} requests of {osl} output tokens at this load take too "
             "long to simulate here; leave out concurrency and rate_rps for the analytic estimate"
         )

@@ -145,6 +145,13 @@ class SteadyRun:
         return self.stationarity.stationary and bool(self.summary.slo_met)
 
 
+def run_requests(n: int, concurrency: int | None) -> int:
+    """Requests a steady run simulates: at least `n`, and in a closed loop CLIENT_TURNS per
+    client, so the wave that starts the clients together is a small part of the run (n requests
+    from as many clients or more would be one burst)."""
+    return max(n, CLIENT_TURNS * concurrency) if concurrency is not None else n
+
+
 def steady_run(
     workload: Workload,
     *,
@@ -157,11 +164,13 @@ def steady_run(
     concurrency: int | None = None,
 ) -> SteadyRun:
     """Open loop at `rate_rps` (default: the workload's own rate), or closed loop at
-    `concurrency` (default: the workload's own, when it is closed-loop)."""
+    `concurrency` (default: the workload's own, when it is closed-loop), of `run_requests`
+    requests."""
     if rate_rps is not None and concurrency is not None:
         raise ValueError("rate_rps: give a rate or a concurrency, not both")
     if concurrency is None and rate_rps is None and isinstance(workload.arrival, ClosedLoop):
         concurrency = workload.arrival.concurrency
+    n = run_requests(n, concurrency)
     if concurrency is not None:
         closed = Workload(
             workload.input_length,
@@ -220,12 +229,11 @@ def capacity_run(
     clients: int | None = None,
 ) -> SteadyRun:
     """The replica saturated: a closed loop of `clients` (default: `saturating_clients`), each
-    sending CLIENT_TURNS requests (more when `n` asks for more), so the warm-up wave that starts
-    them together is a small part of the measured run."""
+    sending CLIENT_TURNS requests or more (run_requests)."""
     clients = clients or saturating_clients(workload, config)
     return steady_run(
         workload,
-        n=max(n, CLIENT_TURNS * clients),
+        n=n,
         seed=seed,
         step_time=step_time,
         config=config,

@@ -382,6 +382,24 @@ def test_the_estimate_refuses_pipeline_stages_that_do_not_divide_the_gpus(catalo
     assert "tp x pp must divide gpu_count" in response.json()["pp"][0]
 
 
+def test_an_estimate_for_more_clients_than_the_engine_admits_queues_them_at_a_steady_state(
+    catalog, alice_client
+):
+    payload = {**MI300X_STACK, "model": "llama-3.1-8b", "gpu_count": 1, "tp": 1, "osl": 128}
+
+    answers = [
+        _post(alice_client, "/api/v1/estimate/", {**payload, "concurrency": clients}).json()
+        for clients in (2048, 4096)
+    ]
+
+    assert all(answer["stationary"] for answer in answers), answers
+    # the clients past what the replica holds wait their turn: twice the clients, about twice
+    # the wait, the same decoding pace and throughput
+    fewer, more = answers
+    assert 1.6 < more["ttft_ms"] / fewer["ttft_ms"] < 2.4
+    assert abs(more["throughput_rps"] - fewer["throughput_rps"]) / fewer["throughput_rps"] < 0.1
+
+
 def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alice_client):
     response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "no-such"})
 

@@ -15,6 +15,7 @@ from apps.selections.estimator import (
 )
 from apps.selections.simulator import EngineConfig, simulate
 from apps.selections.steady_state import (
+    CLIENT_TURNS,
     MIN_STEADY_REQUESTS,
     capacity_run,
     micro_batch_config,
@@ -116,6 +117,24 @@ def test_a_closed_loop_run_settles_and_its_throughput_is_judged_after_the_warm_u
 
     assert run.concurrency == 32 and run.stationarity.stationary
     assert run.summary.requests == 1200 - 240  # the first 20% by arrival are the warm-up
+
+
+def test_a_closed_loop_of_more_clients_than_the_minimum_run_lets_each_send_several_and_settles():
+    cost, config = _replica()
+
+    run = steady_run(
+        WORKLOAD,
+        n=MIN_STEADY_REQUESTS,
+        seed=7,
+        step_time=cost,
+        config=config,
+        slo=None,
+        concurrency=400,
+    )
+
+    # 1,000 requests from 400 clients would be two and a half waves of one burst
+    assert run.requests == CLIENT_TURNS * 400 > MIN_STEADY_REQUESTS
+    assert run.stationarity.stationary, run.stationarity.reason
 
 
 def test_both_a_rate_and_a_concurrency_are_refused():
