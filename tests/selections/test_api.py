@@ -400,6 +400,18 @@ def test_an_estimate_for_more_clients_than_the_engine_admits_queues_them_at_a_st
     assert abs(more["throughput_rps"] - fewer["throughput_rps"]) / fewer["throughput_rps"] < 0.1
 
 
+def test_the_estimate_refuses_lengths_past_the_models_context_on_the_field(catalog, alice_client):
+    prompt = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "isl": 200_000})
+    both = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "isl": 131_000})
+
+    assert prompt.status_code == 400
+    assert prompt.json() == {
+        "isl": ["The input length exceeds the 131072-token context of Llama-3.1-70B."]
+    }
+    assert both.status_code == 400
+    assert "Input plus output (131256 tokens) exceeds" in both.json()["osl"][0]
+
+
 def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alice_client):
     response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "no-such"})
 

@@ -234,6 +234,10 @@ def _longest(length: dict[str, Any]) -> float:
     return max(value for value in stated if value is not None)
 
 
+def _exceeds(limit: int, name: str) -> str:
+    return f"exceeds the {limit}-token context of {name}"
+
+
 def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     """Lengths past the model's context window: caught at entry, not dropped later as
     memory_insufficient."""
@@ -241,7 +245,7 @@ def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     if not limit:
         return {}
     errors: dict[str, Any] = {}
-    too_long = f"exceeds the {limit}-token context of {name}"
+    too_long = _exceeds(limit, name)
     for side, key in (("isl", "input"), ("osl", "output")):
         length = attrs[side]
         if _longest(length) > limit:
@@ -606,6 +610,14 @@ class EstimateInputSerializer(serializers.Serializer):
         if "concurrency" in attrs and "rate_rps" in attrs:
             raise serializers.ValidationError(
                 {"rate_rps": "Give concurrency (closed loop) or rate_rps (open loop), not both."}
+            )
+        name, limit = _model_context(attrs)
+        if limit and attrs["isl"] > limit:
+            raise serializers.ValidationError({"isl": f"The input length {_exceeds(limit, name)}."})
+        if limit and attrs["isl"] + attrs["osl"] > limit:
+            total = attrs["isl"] + attrs["osl"]
+            raise serializers.ValidationError(
+                {"osl": f"Input plus output ({total} tokens) {_exceeds(limit, name)}."}
             )
         backend = attrs.get("backend")
         if backend and attrs.get("engine"):
