@@ -109,21 +109,26 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
         return Stationarity(False, "no measured request finished", len(measured), None, None)
     span_s = (measured[-1].arrival_s or 0.0) - (measured[0].arrival_s or 0.0)
     mean_s = float(np.mean(e2e)) / 1e3
+    first = float(np.mean(e2e[:window]))
+    last = float(np.mean(e2e[-window:]))
+    growing = last > GROWTH_LIMIT * first and last - first > GROWTH_FLOOR_MS
+    overload = (
+        f"more arrives than the replica serves, so its queue keeps growing (mean end-to-end "
+        f"{first:.0f} ms in the first quarter of the measured requests, {last:.0f} ms in the last)"
+    )
     if span_s < SPAN_MULTIPLE * mean_s:
+        # Arrivals spread over time whose wait keeps growing are an overload, not a burst.
+        cause = overload if growing and span_s > 0 else "a burst, not a steady load"
         return Stationarity(
             False,
             f"not stationary: the measured arrivals span {span_s:.1f} s, under {SPAN_MULTIPLE}x "
-            f"the mean time in the system ({mean_s:.1f} s): a burst, not a steady load",
+            f"the mean time in the system ({mean_s:.1f} s): {cause}",
             len(measured),
             None,
             None,
         )
-    first = float(np.mean(e2e[:window]))
-    last = float(np.mean(e2e[-window:]))
-    growing = last > GROWTH_LIMIT * first and last - first > GROWTH_FLOOR_MS
     reason = (
-        f"not stationary: mean end-to-end {first:.0f} ms in the first quarter of the measured "
-        f"requests, {last:.0f} ms in the last"
+        f"not stationary: {overload}"
         if growing
         else f"stationary: mean end-to-end {first:.0f} ms, then {last:.0f} ms"
     )

@@ -106,6 +106,8 @@ def test_an_open_loop_rate_far_above_capacity_grows_its_queue_and_is_not_station
     assert below.stationarity.stationary and below.passed
     assert not above.stationarity.stationary and not above.passed
     assert "not stationary" in above.stationarity.reason
+    assert "more arrives than the replica serves" in above.stationarity.reason
+    assert "burst" not in above.stationarity.reason
 
 
 def test_a_closed_loop_run_settles_and_its_throughput_is_judged_after_the_warm_up():
