@@ -66,6 +66,26 @@ def test_an_arrival_needs_exactly_one_of_rate_and_concurrency(catalog, alice_cli
     assert "rate_rps" in response.json()["workload"]["arrival"]
 
 
+def test_a_shared_prefix_longer_than_every_prompt_is_a_400_on_prefix_tokens(
+    catalog, alice_client, goal_payload
+):
+    goal_payload["workload"].update(prefix_share=0.5, prefix_tokens=5000)
+    fixed = alice_client.post(URL, goal_payload, content_type="application/json")
+    goal_payload["workload"]["isl"] = {"kind": "lognormal", "median": 1024, "sigma": 1}
+    unbounded = alice_client.post(URL, goal_payload, content_type="application/json")
+    goal_payload["workload"]["isl"]["max"] = 4096
+    capped = alice_client.post(URL, goal_payload, content_type="application/json")
+
+    assert fixed.status_code == 400
+    assert fixed.json()["workload"]["prefix_tokens"] == [
+        "The shared prefix (5000 tokens) is longer than any prompt (1024 tokens at most); "
+        "it is the start of a prompt."
+    ]
+    assert unbounded.status_code == 201  # some of its prompts are longer than the prefix
+    assert capped.status_code == 400 and "4096 tokens at most" in str(capped.json())
+    assert Selection.objects.count() == 1
+
+
 def test_unknown_accelerators_and_prices_are_rejected(catalog, alice_client, goal_payload):
     goal_payload["constraints"]["accelerators"] = ["h100-sxm", "warp-drive"]
     goal_payload["constraints"]["prices"] = {"quantum-9000": 1.0}

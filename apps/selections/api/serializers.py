@@ -211,7 +211,7 @@ class WorkloadSerializer(serializers.Serializer):
         if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
             message = "A shared prefix needs its length when prefix_share is above 0."
             raise serializers.ValidationError({"prefix_tokens": message})
-        errors = _context_errors(attrs)
+        errors = _context_errors(attrs) or _prefix_errors(attrs)
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -236,6 +236,29 @@ def _longest(length: dict[str, Any]) -> float:
 
 def _exceeds(limit: int, name: str) -> str:
     return f"exceeds the {limit}-token context of {name}"
+
+
+def _stated_bound(length: dict[str, Any]) -> int | None:
+    """The longest length a description allows: a fixed value, a stated maximum or the longest
+    listed value; None for an unbounded distribution."""
+    if "value" in length:
+        return length["value"]
+    if "max" in length:
+        return length["max"]
+    return max(length["values"]) if length.get("values") else None
+
+
+def _prefix_errors(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A shared prefix is the start of a prompt, so it cannot be longer than every prompt (the
+    generator would lengthen those prompts to hold it, and simulate another workload)."""
+    longest = _stated_bound(attrs["isl"])
+    if attrs["prefix_share"] > 0 and longest is not None and attrs["prefix_tokens"] > longest:
+        message = (
+            f"The shared prefix ({attrs['prefix_tokens']} tokens) is longer than any prompt "
+            f"({longest} tokens at most); it is the start of a prompt."
+        )
+        return {"prefix_tokens": [message]}
+    return {}
 
 
 def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
