@@ -86,6 +86,22 @@ def test_a_shared_prefix_longer_than_every_prompt_is_a_400_on_prefix_tokens(
     assert Selection.objects.count() == 1
 
 
+def test_a_maximum_context_below_the_longest_request_is_a_400_on_max_context(
+    catalog, alice_client, goal_payload
+):
+    goal_payload["workload"]["max_context"] = 1000
+    short = alice_client.post(URL, goal_payload, content_type="application/json")
+    goal_payload["workload"]["max_context"] = 1280  # 1,024 in, 256 out
+    exact = alice_client.post(URL, goal_payload, content_type="application/json")
+
+    assert short.status_code == 400
+    assert short.json()["workload"]["max_context"] == [
+        "The maximum context (1000 tokens) is below the longest request the lengths allow "
+        "(1280 tokens of input and output)."
+    ]
+    assert exact.status_code == 201
+
+
 def test_unknown_accelerators_and_prices_are_rejected(catalog, alice_client, goal_payload):
     goal_payload["constraints"]["accelerators"] = ["h100-sxm", "warp-drive"]
     goal_payload["constraints"]["prices"] = {"quantum-9000": 1.0}

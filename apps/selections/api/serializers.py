@@ -211,7 +211,7 @@ class WorkloadSerializer(serializers.Serializer):
         if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
             message = "A shared prefix needs its length when prefix_share is above 0."
             raise serializers.ValidationError({"prefix_tokens": message})
-        errors = _context_errors(attrs) or _prefix_errors(attrs)
+        errors = _context_errors(attrs) or {**_max_context_errors(attrs), **_prefix_errors(attrs)}
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -259,6 +259,23 @@ def _prefix_errors(attrs: dict[str, Any]) -> dict[str, Any]:
         )
         return {"prefix_tokens": [message]}
     return {}
+
+
+def _max_context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The goal's maximum context is the longest request it must hold, so it cannot be below a
+    request the length bounds allow (the memory checks would size for less than it sends)."""
+    bounds = [_stated_bound(attrs[side]) for side in ("isl", "osl")]
+    stated = attrs.get("max_context")
+    if not stated or None in bounds:
+        return {}
+    longest = sum(bound for bound in bounds if bound is not None)
+    if stated >= longest:
+        return {}
+    message = (
+        f"The maximum context ({stated} tokens) is below the longest request the lengths allow "
+        f"({longest} tokens of input and output)."
+    )
+    return {"max_context": [message]}
 
 
 def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
