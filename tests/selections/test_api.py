@@ -102,6 +102,21 @@ def test_a_maximum_context_below_the_longest_request_is_a_400_on_max_context(
     assert exact.status_code == 201
 
 
+def test_an_end_to_end_target_below_the_ttft_target_is_a_400_on_e2e_ms(
+    catalog, alice_client, goal_payload
+):
+    goal_payload["slo"].update(ttft_ms=1000, e2e_ms=10)
+
+    response = alice_client.post(URL, goal_payload, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["slo"]["e2e_ms"] == [
+        "The end-to-end target (10 ms) is below the TTFT target (1000 ms); a request's "
+        "end-to-end time includes its first token."
+    ]
+    assert not Selection.objects.exists()
+
+
 def test_unknown_accelerators_and_prices_are_rejected(catalog, alice_client, goal_payload):
     goal_payload["constraints"]["accelerators"] = ["h100-sxm", "warp-drive"]
     goal_payload["constraints"]["prices"] = {"quantum-9000": 1.0}

@@ -319,6 +319,13 @@ class SloSerializer(serializers.Serializer):
         if all(attrs.get(name) is None for name in ("ttft_ms", "tpot_ms", "e2e_ms")):
             message = "Set at least one of ttft_ms, tpot_ms and e2e_ms."
             raise serializers.ValidationError({"ttft_ms": message})
+        ttft, e2e = attrs.get("ttft_ms"), attrs.get("e2e_ms")
+        if ttft is not None and e2e is not None and e2e < ttft:
+            message = (
+                f"The end-to-end target ({e2e:g} ms) is below the TTFT target ({ttft:g} ms); a "
+                "request's end-to-end time includes its first token."
+            )
+            raise serializers.ValidationError({"e2e_ms": message})
         if not attrs.get("preset"):
             attrs.pop("preset", None)
         return attrs
