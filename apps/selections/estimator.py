@@ -8,6 +8,7 @@ assumption is a named, documented parameter.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -180,6 +181,13 @@ class Parallelism:
     def replica_gpus(self) -> int:
         """The GPUs one replica spans; dp replicas add rate and GPUs alike."""
         return self.tp * self.pp
+
+    @property
+    def unit_gpus(self) -> int:
+        """The fewest GPUs the layout deploys on: one replica, or where its experts are split
+        over attention-data-parallel ranks (ep > tp), the ep ranks that share them, per stage.
+        Sizing counts whole units: a replica of an expert-parallel group cannot run alone."""
+        return math.lcm(self.tp, self.ep) * self.pp
 
     @property
     def expert_ranks(self) -> int:

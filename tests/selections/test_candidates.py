@@ -227,6 +227,24 @@ def test_kept_stacks_say_how_many_gpus_the_peak_rate_needs(catalog, alice, acme,
     assert leader.estimate["gpus_for_peak"] == math.ceil(80 / per_gpu)
 
 
+def test_an_expert_group_over_data_parallel_ranks_is_sized_in_whole_groups(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["workload"].update(model="deepseek-v3", precision="fp8")
+    goal_payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 2}
+    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=8)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    spread = [row for row in _kept(selection) if row.stack["ep"] > row.stack["tp"]]
+    assert spread, "no kept layout splits its experts over data-parallel ranks"
+    for row in spread:
+        stack, gpus = row.stack, row.estimate["gpus_for_peak"]
+        # its dp ranks share the experts, so none deploys alone: whole groups of ep GPUs
+        assert gpus % (math.lcm(stack["tp"], stack["ep"]) * stack["pp"]) == 0, (stack, gpus)
+        assert gpus >= stack["ep"]
+
+
 def test_a_two_stage_pipeline_is_not_ranked_as_if_one_stage_waited_on_the_other(
     catalog, alice, acme, goal_payload
 ):

@@ -507,3 +507,12 @@ def test_tensor_parallelism_adds_communication_time():
     expected = 2 * 80 * 8192 * 2 * 2 * 3 / 4 / (450e9 * 0.7)
     assert four.comm_s_per_token == pytest.approx(expected)
     assert four.step_overhead_s > single.step_overhead_s
+
+
+def test_a_layout_deploys_in_replicas_or_in_whole_expert_groups():
+    assert Parallelism(tp=2).unit_gpus == 2
+    assert Parallelism(tp=2, pp=2).unit_gpus == 4
+    assert Parallelism(tp=8, ep=8).unit_gpus == 8  # experts inside the replica
+    assert Parallelism(tp=1, ep=8, dp=8).unit_gpus == 8  # eight replicas share the experts
+    assert Parallelism(tp=2, ep=8, dp=4, pp=2).unit_gpus == 16
+    assert Parallelism(tp=1, ep=4, dp=8).unit_gpus == 4  # two groups of four

@@ -114,3 +114,33 @@ def test_an_open_loop_load_counts_sequences_by_rate_and_the_slo_time(
     hint = next(h for h in _vllm_row(selection).hints if h["code"] == "kv_capacity_short")
     assert "keeps 60 in flight (1 req/s x 60 s allowed per request)" in hint["message"]
     assert "replicas of this layout" in hint["message"]
+
+
+def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["workload"].update(
+        model="deepseek-v3",
+        precision="fp8",
+        isl={"kind": "fixed", "value": 32768},
+        osl={"kind": "fixed", "value": 256},
+        arrival={"concurrency": 160},
+        max_context=33024,
+    )
+    goal_payload["slo"] = {"ttft_ms": 60000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
+    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=8)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    rows = [
+        row
+        for row in selection.candidates.filter(outcome=CandidateOutcome.KEPT)
+        if row.stack["ep"] > row.stack["tp"]
+    ]
+    hints = [h["message"] for row in rows for h in row.hints if h["code"] == "kv_capacity_short"]
+    assert hints, "no expert group over data-parallel ranks was short of KV"
+    for message in hints:
+        units, gpus = map(
+            int, re.search(r"(\d+) expert groups of this layout \((\d+) GPUs\)", message).groups()
+        )
+        assert gpus == 8 * units  # whole groups of eight GPUs, never single replicas

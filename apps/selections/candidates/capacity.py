@@ -112,9 +112,12 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
     memory = judge.memory_of(stack)
     per_replica = memory.max_concurrent_sequences if isinstance(memory, MemoryEstimate) else 0
     if per_replica > 0:
-        replicas = math.ceil(needed / per_replica)
-        gpus = replicas * layout.replica_gpus
-        found.append(f"{replicas} replicas of this layout ({gpus} GPUs) would hold {needed}")
+        # whole deployable units: an expert group holds unit_gpus / replica_gpus replicas
+        per_unit = per_replica * (layout.unit_gpus // layout.replica_gpus)
+        units = math.ceil(needed / per_unit)
+        gpus = units * layout.unit_gpus
+        what = "replicas" if layout.unit_gpus == layout.replica_gpus else "expert groups"
+        found.append(f"{units} {what} of this layout ({gpus} GPUs) would hold {needed}")
     return found
 
 

@@ -333,14 +333,15 @@ class Ranker:
     # ------------------------------------------------------------ score
 
     def _size_for_target(self, verdict: Verdict) -> None:
-        """GPUs this stack needs for the target rate at its peak, in whole replicas."""
+        """GPUs this stack needs for the target rate at its peak, in whole deployable units
+        (a replica, or an expert-parallel group of attention-data-parallel replicas)."""
         goal, per_gpu = self.goal, verdict.estimate["goodput_per_gpu_rps"]
         if goal.target_rate_rps is None or per_gpu <= 0:
             verdict.estimate.pop("gpus_for_peak", None)
             return
-        replica_gpus = verdict.stack.layout.replica_gpus
-        replicas = math.ceil(goal.target_rate_rps * goal.peak_factor / (per_gpu * replica_gpus))
-        verdict.estimate["gpus_for_peak"] = replicas * replica_gpus
+        unit = verdict.stack.layout.unit_gpus
+        units = math.ceil(goal.target_rate_rps * goal.peak_factor / (per_gpu * unit))
+        verdict.estimate["gpus_for_peak"] = units * unit
 
     def _priced(self, kept: Sequence[Verdict]) -> bool:
         return bool(kept) and all(v.stack.accelerator.slug in self.goal.prices for v in kept)
