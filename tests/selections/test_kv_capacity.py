@@ -119,18 +119,17 @@ def test_an_open_loop_load_counts_sequences_by_rate_and_the_slo_time(
 def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(
     catalog, alice, acme, goal_payload
 ):
-    goal_payload["workload"].update(
+    payload = _long_context_goal(goal_payload, 160)
+    payload["workload"].update(
         model="deepseek-v3",
-        precision="fp8",
         isl={"kind": "fixed", "value": 32768},
         osl={"kind": "fixed", "value": 256},
-        arrival={"concurrency": 160},
         max_context=33024,
     )
-    goal_payload["slo"] = {"ttft_ms": 60000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
-    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=8)
+    payload["slo"]["ttft_ms"] = 60000
+    payload["constraints"]["max_gpus"] = 8
 
-    selection = _compute(alice, acme, goal_payload)
+    selection = _compute(alice, acme, payload)
 
     rows = [
         row
