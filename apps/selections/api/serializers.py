@@ -264,11 +264,11 @@ def _prefix_errors(attrs: dict[str, Any]) -> dict[str, Any]:
 def _max_context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     """The goal's maximum context is the longest request it must hold, so it cannot be below a
     request the length bounds allow (the memory checks would size for less than it sends)."""
-    bounds = [_stated_bound(attrs[side]) for side in ("isl", "osl")]
+    isl, osl = _stated_bound(attrs["isl"]), _stated_bound(attrs["osl"])
     stated = attrs.get("max_context")
-    if not stated or None in bounds:
+    if not stated or isl is None or osl is None:
         return {}
-    longest = sum(bound for bound in bounds if bound is not None)
+    longest = isl + osl
     if stated >= longest:
         return {}
     message = (
