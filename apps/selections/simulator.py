@@ -41,6 +41,15 @@ _WAITING, _PREFILLING, _DECODING, _DONE = range(4)
 StepTimes = StepTimeProvider | StepCost
 
 
+class SimulationTooLong(Exception):
+    """A run that needs more engine steps than its caller allows: long outputs at a light load
+    take a step per token of each request, and a caller answering at once cannot wait for them."""
+
+    def __init__(self, max_steps: int) -> None:
+        super().__init__(f"the run needs more than {max_steps:,} engine steps")
+        self.max_steps = max_steps
+
+
 def as_provider(step_time: StepTimes) -> StepTimeProvider:
     """A bare StepCost (the simulated engine's wire format) is the plain roofline provider."""
     return RooflineStepTime(step_time) if isinstance(step_time, StepCost) else step_time
@@ -203,10 +212,12 @@ class _Engine:
         config: EngineConfig,
         max_sim_seconds: float | None,
         concurrency: int | None,
+        max_steps: int | None = None,
     ) -> None:
         self.seconds = step_function(step_time)
         self.config = config
         self.max_sim_seconds = max_sim_seconds
+        self.max_steps = max_steps
         self.closed_loop = concurrency is not None
         self.pending = deque(
             requests if self.closed_loop else sorted(requests, key=lambda r: (r.arrival_s, r.index))
@@ -239,6 +250,8 @@ class _Engine:
                     self._arrive(request, request.arrival_s)
             if self.running or self.waiting:
                 self._step()
+                if self.max_steps is not None and self.step_index > self.max_steps:
+                    raise SimulationTooLong(self.max_steps)
             elif self.closed_loop or not self.pending:
                 break
             else:
@@ -486,11 +499,13 @@ def simulate(
     *,
     slo: SLO | None = None,
     concurrency: int | None = None,
+    max_steps: int | None = None,
 ) -> SimResult:
     """Run the requests through one replica and summarise.
 
     Open loop by default (requests arrive at arrival_s). With `concurrency`, closed loop:
     that many clients each send the next request, in index order, when their previous one ends.
+    With `max_steps`, a run that needs more engine steps stops with SimulationTooLong.
     The simulation is deterministic: the same inputs always give the same result. `step_time`
     is a provider (a bare StepCost is the plain roofline).
     """
@@ -503,7 +518,11 @@ def simulate(
         raise ValueError("concurrency: must be at least 1")
     if max_sim_seconds is not None and not max_sim_seconds > 0:
         raise ValueError("max_sim_seconds: must be positive")
-    engine = _Engine(requests, as_provider(step_time), config, max_sim_seconds, concurrency)
+    if max_steps is not None and max_steps < 1:
+        raise ValueError("max_steps: must be at least 1")
+    engine = _Engine(
+        requests, as_provider(step_time), config, max_sim_seconds, concurrency, max_steps
+    )
     rows = engine.run()
     summary = summarize_outcomes(
         rows,

@@ -38,7 +38,7 @@ from apps.selections.estimator import (
     max_concurrency_at_tpot,
 )
 from apps.selections.published_nearest import estimate_published
-from apps.selections.simulator import EngineConfig
+from apps.selections.simulator import EngineConfig, SimulationTooLong
 from apps.selections.stack_capability import stack_capability
 from apps.selections.steady_state import (
     MIN_STEADY_REQUESTS,
@@ -54,8 +54,10 @@ from apps.selections.steptime_providers import (
 )
 
 ESTIMATE_SEED = 20_260_101
-# Decode steps one simulated answer may take at most (about 1.5 us each): beyond it the
-# request is refused with a field error instead of holding a worker for minutes.
+# Engine steps one simulated answer may take at most (about 1.5 us each): a run that needs more
+# stops there and the request is refused with a field error instead of holding a worker for
+# minutes. Counted as the run goes, not guessed beforehand: how many sequences share a step
+# depends on the load, and a guess of one per step refused every rate past 4,000 output tokens.
 MAX_SIMULATED_STEPS = 4_000_000
 METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
 MEMORY_METHOD = (
@@ -183,19 +185,22 @@ def stateless_estimate(
     wants_simulation = concurrency is not None or rate_rps is not None
     if wants_simulation and memory.fits:
         clients = batch if concurrency is not None else None  # one scheduler's closed loop
-        _check_simulation_size(osl, clients)
         config = micro_batch_config(_config(release, hardware, memory.kv_capacity_tokens), pp)
         workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
-        run = steady_run(
-            workload,
-            n=MIN_STEADY_REQUESTS,
-            seed=ESTIMATE_SEED,
-            step_time=provider,
-            config=config,
-            slo=None,
-            rate_rps=rate_rps / pp if rate_rps is not None else None,
-            concurrency=clients,
-        )
+        try:
+            run = steady_run(
+                workload,
+                n=MIN_STEADY_REQUESTS,
+                seed=ESTIMATE_SEED,
+                step_time=provider,
+                config=config,
+                slo=None,
+                rate_rps=rate_rps / pp if rate_rps is not None else None,
+                concurrency=clients,
+                max_steps=MAX_SIMULATED_STEPS,
+            )
+        except SimulationTooLong as error:
+            raise ValueError(_too_long(osl, clients, error)) from error
         summary = run.summary
         percentiles = {
             metric: asdict(getattr(summary, metric)) if getattr(summary, metric) else None
@@ -264,11 +269,10 @@ def _config(
     )
 
 
-def _check_simulation_size(osl: int, concurrency: int | None) -> None:
-    requests = run_requests(MIN_STEADY_REQUESTS, concurrency)
-    steps = requests * osl / (concurrency or 1)
-    if steps > MAX_SIMULATED_STEPS:
-        raise ValueError(
-            f"osl: {requests} requests of {osl} output tokens at this load take too "
-            "long to simulate here; leave out concurrency and rate_rps for the analytic estimate"
-        )
+def _too_long(osl: int, clients: int | None, error: SimulationTooLong) -> str:
+    requests = run_requests(MIN_STEADY_REQUESTS, clients)
+    return (
+        f"osl: {requests} requests of {osl} output tokens at this load need more than "
+        f"{error.max_steps:,} engine steps, too many to simulate here; more clients or a higher "
+        "rate share the steps, or leave out concurrency and rate_rps for the analytic estimate"
+    )

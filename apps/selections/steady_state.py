@@ -167,10 +167,11 @@ def steady_run(
     slo: SLO | None,
     rate_rps: float | None = None,
     concurrency: int | None = None,
+    max_steps: int | None = None,
 ) -> SteadyRun:
     """Open loop at `rate_rps` (default: the workload's own rate), or closed loop at
     `concurrency` (default: the workload's own, when it is closed-loop), of `run_requests`
-    requests."""
+    requests; past `max_steps` engine steps the simulator raises SimulationTooLong."""
     if rate_rps is not None and concurrency is not None:
         raise ValueError("rate_rps: give a rate or a concurrency, not both")
     if concurrency is None and rate_rps is None and isinstance(workload.arrival, ClosedLoop):
@@ -188,7 +189,9 @@ def steady_run(
         requests = generate_requests(closed, n, seed)
     else:
         requests = generate_requests(workload, n, seed, rate_rps=rate_rps)
-    result = simulate(requests, step_time, config, slo=slo, concurrency=concurrency)
+    result = simulate(
+        requests, step_time, config, slo=slo, concurrency=concurrency, max_steps=max_steps
+    )
     measured = measured_rows(result.rows)
     summary = summarize_outcomes(
         measured,

@@ -451,6 +451,34 @@ def test_an_estimate_for_more_clients_than_the_engine_admits_queues_them_at_a_st
     assert abs(more["throughput_rps"] - fewer["throughput_rps"]) / fewer["throughput_rps"] < 0.1
 
 
+def test_a_long_output_workload_at_a_rate_is_simulated_with_its_batch_sharing_the_steps(
+    catalog, alice_client
+):
+    # 1,000 requests of 16,000 output tokens: at a rate the replica decodes many at once, so the
+    # run takes far fewer steps than one per token of each request
+    payload = {**MI300X_STACK, "model": "llama-3.1-8b", "gpu_count": 1, "tp": 1, "osl": 16_000}
+
+    response = _post(alice_client, "/api/v1/estimate/", {**payload, "rate_rps": 0.1})
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["nature"] == "simulated"
+    assert body["stationary"] is True, body["stationarity"]
+    assert body["throughput_rps"] == pytest.approx(0.1, rel=0.1)
+
+
+def test_a_load_too_long_to_simulate_is_refused_on_the_output_length(catalog, alice_client):
+    # one client at a time: 1,000 requests of 16,000 tokens are 16 million single-sequence steps
+    payload = {**MI300X_STACK, "model": "llama-3.1-8b", "gpu_count": 1, "tp": 1, "osl": 16_000}
+
+    response = _post(alice_client, "/api/v1/estimate/", {**payload, "concurrency": 1})
+
+    assert response.status_code == 400
+    message = response.json()["osl"][0]
+    assert "1000 requests of 16000 output tokens" in message
+    assert "more than 4,000,000 engine steps" in message
+
+
 def test_the_estimate_refuses_lengths_past_the_models_context_on_the_field(catalog, alice_client):
     prompt = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "isl": 200_000})
     both = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "isl": 131_000})

@@ -11,6 +11,7 @@ from apps.selections.simulator import (
     SLO,
     UNFINISHED,
     EngineConfig,
+    SimulationTooLong,
     simulate,
 )
 
@@ -227,6 +228,15 @@ def test_a_time_limit_leaves_late_requests_unfinished():
     assert result.summary.finished + result.summary.unfinished == 500
     assert all(row.finish_s <= 1.0 + 0.1 for row in result.rows if row.status == FINISHED)
     assert all(row.ttft_ms is None for row in result.rows if row.status == UNFINISHED)
+
+
+def test_a_step_limit_stops_a_run_that_needs_more_steps_and_spares_one_that_does_not():
+    # one prompt step gives the first token, then a step per further token: 5 steps for 5 tokens
+    request = Request(index=0, arrival_s=0.0, input_tokens=512, output_tokens=5)
+
+    assert simulate([request], COST, CONFIG, max_steps=5).summary.steps == 5
+    with pytest.raises(SimulationTooLong, match="more than 4 engine steps"):
+        simulate([request], COST, CONFIG, max_steps=4)
 
 
 def test_slo_attainment_counts_every_request_against_every_target():
