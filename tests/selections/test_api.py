@@ -498,6 +498,39 @@ def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alic
     assert "engine" in response.json()
 
 
+def test_a_mistyped_catalog_name_or_word_is_answered_with_what_it_likely_meant(
+    catalog, alice_client
+):
+    typed = {"accelerator": "H100", "model": "llama-3-8b", "engine": "VLLM", "precision": "FP8"}
+
+    errors = {
+        field: _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, field: value}).json()
+        for field, value in typed.items()
+    }
+
+    assert errors["accelerator"]["accelerator"] == [
+        "No accelerator in the catalog is called 'H100'. Did you mean 'h100-sxm'?"
+    ]
+    assert errors["model"]["model"][0].endswith("Did you mean 'llama-3.1-8b'?")
+    assert errors["engine"]["engine"][0].endswith("Did you mean 'vllm'?")
+    precision = errors["precision"]["precision"][0]
+    assert precision.startswith("'FP8' is not one of: bf16, fp16, fp8,")
+    assert precision.endswith("Did you mean 'fp8'?")
+
+
+def test_a_goal_names_the_accelerator_a_mistyped_one_likely_meant(
+    catalog, alice_client, goal_payload
+):
+    goal_payload["constraints"]["accelerators"] = ["h100-sxm", "h200"]
+
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 400
+    assert response.json()["constraints"]["accelerators"]["1"] == [
+        "No accelerator in the catalog is called 'h200', nor any vendor. Did you mean 'h200-sxm'?"
+    ]
+
+
 def test_the_estimate_refuses_an_orchestrator_as_the_engine(catalog, alice_client):
     response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "ray-serve-llm"})
 

@@ -22,6 +22,7 @@ from apps.catalog.choices import AttentionKind, EngineKind, Maturity, PublishedS
 from apps.catalog.models import Accelerator, Engine, Feature, KernelBackend, ModelSpec
 from apps.catalog.selectors import NEAREST_LIMIT
 from apps.core.pagination import MAX_PAGE
+from apps.core.suggest import WordChoiceField, did_you_mean
 from apps.selections import selectors
 from apps.selections.catalog_adapter import custom_model_spec, model_arch
 from apps.selections.choices import ComputeState, OperationalNeed
@@ -44,16 +45,20 @@ class CatalogSlugField(serializers.CharField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        if not self.model.objects.filter(**{self.slug_field: value}).exists():
+        known = self.model.objects.values_list(self.slug_field, flat=True)
+        if not known.filter(**{self.slug_field: value}).exists():
             label = self.model._meta.verbose_name
-            raise serializers.ValidationError(f"No {label} in the catalog is called {value!r}.")
+            hint = did_you_mean(value, known)
+            raise serializers.ValidationError(
+                f"No {label} in the catalog is called {value!r}.{hint}"
+            )
         return value
 
 
 class PrecisionListField(serializers.ListField):
     """One precision word or a list of them (each is enumerated); always stored as a list."""
 
-    child = serializers.ChoiceField(choices=PRECISION_WORDS)
+    child = WordChoiceField(choices=PRECISION_WORDS)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(min_length=1, max_length=4, **kwargs)
@@ -67,7 +72,7 @@ class PrecisionListField(serializers.ListField):
 
 
 class LengthSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=LENGTH_KINDS)
+    kind = WordChoiceField(choices=LENGTH_KINDS)
     value = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
     mean = serializers.FloatField(min_value=1, max_value=MAX_TOKENS, required=False)
     std = serializers.FloatField(min_value=0, required=False)
@@ -96,7 +101,7 @@ def _field_error(error: ValueError) -> serializers.ValidationError:
 
 
 class ArrivalSerializer(serializers.Serializer):
-    process = serializers.ChoiceField(choices=ARRIVAL_PROCESSES, required=False)
+    process = WordChoiceField(choices=ARRIVAL_PROCESSES, required=False)
     rate_rps = serializers.FloatField(min_value=0.0001, required=False)
     concurrency = serializers.IntegerField(min_value=1, required=False)
     burstiness = serializers.FloatField(
@@ -192,7 +197,7 @@ class WorkloadSerializer(serializers.Serializer):
     )
     custom_model = CustomModelSerializer(required=False)
     precision = PrecisionListField()
-    kv_dtype = serializers.ChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
+    kv_dtype = WordChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
     isl = LengthSerializer()
     osl = LengthSerializer()
     arrival = ArrivalSerializer()
@@ -373,7 +378,8 @@ class ConstraintsSerializer(serializers.Serializer):
         for index, name in enumerate(names):
             matched = [slug for slug, vendor in rows if name in (slug, vendor)]
             if not matched:
-                message = f"No accelerator in the catalog is called {name!r}, nor any vendor."
+                hint = did_you_mean(name, [slug for slug, _ in rows])
+                message = f"No accelerator in the catalog is called {name!r}, nor any vendor.{hint}"
                 errors[str(index)] = [message]
             slugs += [slug for slug in matched if slug not in slugs]
         if errors:
@@ -582,7 +588,7 @@ class CandidateQuerySerializer(serializers.Serializer):
     accelerator = serializers.CharField(
         max_length=80, required=False, help_text="Accelerator slug."
     )
-    precision = serializers.ChoiceField(choices=sorted(PRECISION_WORDS), required=False)
+    precision = WordChoiceField(choices=sorted(PRECISION_WORDS), required=False)
     gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, required=False)
     code = serializers.CharField(
         max_length=80, required=False, help_text="Reason code (dropped stacks only)."
@@ -599,8 +605,8 @@ class CandidateChoiceSerializer(serializers.Serializer):
 
 class EstimateInputSerializer(serializers.Serializer):
     model = CatalogSlugField(model=ModelSpec)
-    precision = serializers.ChoiceField(choices=PRECISION_WORDS)
-    kv_dtype = serializers.ChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
+    precision = WordChoiceField(choices=PRECISION_WORDS)
+    kv_dtype = WordChoiceField(choices=KV_DTYPES, required=False, allow_blank=True)
     accelerator = CatalogSlugField(model=Accelerator)
     gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
     tp = serializers.IntegerField(min_value=1, max_value=MAX_GPUS)
