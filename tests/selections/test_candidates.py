@@ -8,11 +8,15 @@ import pytest
 
 from apps.audit.models import AuditEvent
 from apps.catalog import aiconfigurator_wheel
-from apps.catalog.models import Capability
+from apps.catalog.models import Capability, ModelSpec
 from apps.selections import services
+from apps.selections.candidates import evaluate
 from apps.selections.candidates.enumeration import layouts
+from apps.selections.candidates.goal import goal_from_documents
+from apps.selections.catalog_adapter import CatalogSnapshot
 from apps.selections.choices import CandidateOutcome, SelectionState
 from apps.selections.estimator import Efficiency, ModelArch
+from tests.selections.conftest import GOAL
 from tests.selections.helpers import create_selection
 
 pytestmark = pytest.mark.django_db
@@ -281,3 +285,24 @@ def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofl
         assert candidate.estimate["method"] == "roofline-team-fitted"
         assert candidate.estimate["latency"]["method"] == "roofline-team-fitted"
     assert other[0].estimate["error_band"]["ttft_ms"]["band"] is not None
+
+
+def test_every_accelerator_that_can_meet_the_slo_gets_a_simulated_leader(catalog):
+    # the analytic order puts one GPU's replicas first; the other GPU's best replica is still
+    # simulated, so the team sees both in the comparison with queueing. L4 meets the SLO with
+    # none of its stacks (score 0), so simulating it would tell nothing.
+    model = ModelSpec.objects.get(slug="llama-3.1-8b")
+    workload = {**GOAL["workload"], "precision": ["bf16"]}
+    goal = goal_from_documents(
+        model=model, workload=workload, slo=GOAL["slo"], constraints={"max_gpus": 1}
+    )
+    snapshot = CatalogSnapshot.load(accelerator_slugs=["h100-sxm", "l4", "mi300x"])
+
+    kept = evaluate(snapshot, goal, simulate_top=1).kept
+
+    simulated = [v for v in kept if v.estimate["comparison"] == "simulated"]
+    assert {v.stack.accelerator.slug for v in simulated} == {"h100-sxm", "mi300x"}
+    assert all(v.score == 0 for v in kept if v.stack.accelerator.slug == "l4")
+    # one replica for the leader and one for the other accelerator
+    replicas = {(v.stack.release.pk, v.stack.accelerator.pk, v.stack.layout.tp) for v in simulated}
+    assert len(replicas) == 2

@@ -2,11 +2,12 @@
 
 Two comparisons, each with one method, listed one after the other:
 
-1. The leading `SIMULATE_TOP` distinct replicas (by the analytic order below) are ranked by the
-   continuous-batching simulator on the step-time provider `steptime_providers` picks for the
-   stack (AIConfigurator's measured kernels where they cover it, else the roofline), searched
-   for the highest stationary rate meeting the SLO (steady_state.py): their max rate, goodput
-   per GPU, GPUs for the peak and score are all "simulated".
+1. The leading `SIMULATE_TOP` distinct replicas (by the analytic order below), and the leading
+   replica of every other accelerator that can meet the SLO, are ranked by the continuous-
+   batching simulator on the step-time provider `steptime_providers` picks for the stack
+   (AIConfigurator's measured kernels where they cover it, else the roofline), searched for the
+   highest stationary rate meeting the SLO (steady_state.py): their max rate, goodput per GPU,
+   GPUs for the peak and score are all "simulated".
 2. Every other kept stack is ranked after them by the analytic estimate on the roofline (one
    typical request at the largest concurrency meeting the SLO, no queueing): "analytic". The
    roofline answers for every stack alike here: AIConfigurator's milliseconds per step over
@@ -425,12 +426,18 @@ class Ranker:
                 drawn.add(key)
 
     def _leading_keys(self, kept: list[Verdict]) -> set[tuple]:
-        """The first `simulate_top` distinct replicas with a positive analytic score."""
+        """The first `simulate_top` distinct replicas with a positive analytic score, and the
+        leading replica of every accelerator not among them: a GPU the roofline's order puts
+        lower (often one whose measured kernels would time it) still gets a simulated row."""
         keys: list[tuple] = []
+        accelerators: set[int] = set()
         for verdict in kept:
-            if (verdict.score or 0.0) <= 0 or len(keys) >= self.simulate_top:
+            if (verdict.score or 0.0) <= 0:
                 break
             key = self._replica_key(verdict.stack)
-            if key not in keys:
-                keys.append(key)
+            accelerator = verdict.stack.accelerator.pk
+            if key in keys or (len(keys) >= self.simulate_top and accelerator in accelerators):
+                continue
+            keys.append(key)
+            accelerators.add(accelerator)
         return set(keys)
