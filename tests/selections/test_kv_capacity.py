@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections import services
+from apps.selections.candidates.capacity import needed_sequences
+from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.catalog_adapter import accelerator_spec, model_arch
 from apps.selections.choices import CandidateOutcome
 from apps.selections.estimator import Parallelism, estimate_memory
@@ -102,18 +105,48 @@ def test_each_engine_sizes_its_kv_cache_by_its_own_recorded_memory_rule(
     assert fractions == {"vllm": 0.92, "tensorrt-llm": 0.9, "lmdeploy": 0.8}
 
 
-def test_an_open_loop_load_counts_sequences_by_rate_and_the_slo_time(
+def test_an_open_loop_load_counts_sequences_by_rate_and_the_stacks_predicted_time(
     catalog, alice, acme, goal_payload
 ):
+    # a generous end-to-end target (15 minutes) is a bound, not the time a request takes: the
+    # load in flight is the rate times the stack's own predicted time (Little's law)
     payload = _long_context_goal(goal_payload, 1)
     payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 1}
-    payload["slo"]["e2e_ms"] = 60000
+    payload["slo"]["e2e_ms"] = 900_000
 
     selection = _compute(alice, acme, payload)
 
-    hint = next(h for h in _vllm_row(selection).hints if h["code"] == "kv_capacity_short")
-    assert "keeps 60 in flight (1 req/s x 60 s allowed per request)" in hint["message"]
-    assert "replicas of this layout" in hint["message"]
+    row = _vllm_row(selection)
+    latency = row.estimate["latency"]
+    seconds = (latency["ttft_ms"] + latency["tpot_ms"] * 1023) / 1e3
+    needed = math.ceil(seconds)
+    held = row.estimate["memory"]["max_concurrent_sequences"]
+    assert held < needed < 900  # short of KV at the predicted time, far below the SLO's bound
+    hint = next(h for h in row.hints if h["code"] == "kv_capacity_short")
+    assert (
+        f"keeps {needed} in flight (1 req/s x {seconds:.3g} s predicted per request "
+        f"(roofline, analytic, at {latency['concurrency']} in flight))"
+    ) in hint["message"]
+    assert f"would hold {needed}" in hint["message"]
+
+
+def test_without_a_predicted_time_the_load_is_counted_at_the_time_the_slo_allows(
+    catalog, goal_payload
+):
+    payload = _long_context_goal(goal_payload, 1)
+    payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 1, "peak_factor": 2}
+    payload["slo"]["e2e_ms"] = 60000
+    goal = goal_from_documents(
+        model=ModelSpec.objects.get(slug="llama-3.1-70b"),
+        workload=payload["workload"],
+        slo=payload["slo"],
+        constraints=payload["constraints"],
+    )
+    predicted = {"ttft_ms": 500.0, "tpot_ms": 20.0, "label": "roofline, analytic", "concurrency": 9}
+
+    assert needed_sequences(goal, None) == (120, "2 req/s x 60 s allowed per request by the SLO")
+    # 0.5 s + 1,023 x 20 ms = 20.96 s at 2 req/s
+    assert needed_sequences(goal, predicted)[0] == 42
 
 
 def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(

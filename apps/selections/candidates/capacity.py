@@ -2,16 +2,18 @@
 
 A release records its default memory fraction and what it is a share of (EngineRelease
 memory_fraction / memory_fraction_basis, sourced in fixtures/catalog/engines.json). A stack whose
-KV cache holds fewer sequences of the workload's context than the load keeps in flight is
-flagged with both numbers, and the cheaper fixes (an FP8 KV cache, a wider tensor-parallel
-layout, more replicas) are priced with the same estimator.
+KV cache holds fewer sequences of the workload's context than the load keeps in flight (by the
+stack's own predicted time in the system) is flagged with both numbers, and the cheaper fixes
+(an FP8 KV cache, a wider tensor-parallel layout, more replicas) are priced with the same
+estimator.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apps.catalog.choices import Maturity, MemoryBasis
 from apps.catalog.models import EngineRelease
@@ -51,27 +53,41 @@ def memory_rule(release: EngineRelease) -> MemoryRule:
     return MemoryRule(FALLBACK_FRACTION, MemoryBasis.TOTAL, False)
 
 
-def needed_sequences(goal: Goal) -> tuple[int, str] | None:
+def needed_sequences(goal: Goal, latency: Mapping[str, Any] | None) -> tuple[int, str] | None:
     """Sequences the load keeps in flight, and how that number was reached.
 
-    A closed-loop goal states it. An open-loop goal holds rate x peak x time in the system, the
-    time being what the SLO allows a request (its end-to-end target, or TTFT plus TPOT for every
-    further token): the concurrency the stack must hold when requests take as long as allowed.
+    A closed-loop goal states it. An open-loop goal holds rate x peak x time in the system
+    (Little's law). The time is the stack's own predicted one (`latency`, its analytic TTFT plus
+    TPOT for every further token at its operating point) where it has one: what the SLO allows a
+    request is only a bound, and a generous end-to-end target (minutes, for long outputs) would
+    ask for many times the replicas the stack needs. Without a prediction it is that bound.
     """
     if goal.concurrency:
         return goal.concurrency, f"{goal.concurrency} concurrent clients"
-    slo, rate = goal.slo, goal.target_rate_rps
+    rate = goal.target_rate_rps
     if rate is None:
         return None
-    if slo.e2e_ms is not None:
-        seconds = slo.e2e_ms / 1e3
-    elif slo.ttft_ms is not None and slo.tpot_ms is not None:
-        seconds = (slo.ttft_ms + slo.tpot_ms * max(goal.osl - 1, 0)) / 1e3
-    else:
-        return None
     load = rate * goal.peak_factor
-    needed = math.ceil(load * seconds)
-    return needed, f"{load:g} req/s x {seconds:g} s allowed per request"
+    if latency:
+        seconds = (latency["ttft_ms"] + latency["tpot_ms"] * max(goal.osl - 1, 0)) / 1e3
+        how = f"predicted per request ({latency['label']}, at {latency['concurrency']} in flight)"
+    else:
+        allowed = _allowed_seconds(goal)
+        if allowed is None:
+            return None
+        seconds, how = allowed, "allowed per request by the SLO"
+    return math.ceil(load * seconds), f"{load:g} req/s x {seconds:.3g} s {how}"
+
+
+def _allowed_seconds(goal: Goal) -> float | None:
+    """The longest time in the system the SLO allows a request: its end-to-end target, or TTFT
+    plus TPOT for every further token."""
+    slo = goal.slo
+    if slo.e2e_ms is not None:
+        return slo.e2e_ms / 1e3
+    if slo.ttft_ms is not None and slo.tpot_ms is not None:
+        return (slo.ttft_ms + slo.tpot_ms * max(goal.osl - 1, 0)) / 1e3
+    return None
 
 
 def _fits(memory: MemoryEstimate | Reason) -> MemoryEstimate | None:
@@ -123,7 +139,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
 
 def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
     """Flags a kept stack whose KV cache cannot hold the load's sequences, with both numbers."""
-    need = needed_sequences(judge.goal)
+    need = needed_sequences(judge.goal, (verdict.estimate or {}).get("latency"))
     memory = judge.memory_of(verdict.stack)
     if need is None or not isinstance(memory, MemoryEstimate):
         return None
