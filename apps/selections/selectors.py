@@ -16,6 +16,8 @@ from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.signals import measurements_wanted, stages_wanted
 
 GROUP_EXAMPLES = 3
+# Lines on the candidate page's goodput chart, the leading distinct curves.
+CHART_CURVES = 5
 # Filters on the candidate list, by query parameter -> key of Candidate.stack.
 STACK_FILTERS = {"engine": "engine", "accelerator": "accelerator", "precision": "precision"}
 
@@ -165,11 +167,20 @@ def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
 
 
 def leading_curves(*, selection: Selection) -> list[tuple[str, list[dict[str, float]]]]:
-    """Goodput curves of the leading kept candidates that have one, in rank order."""
+    """Goodput curves of the leading kept candidates that have one, in rank order, each distinct
+    curve once: rows that differ only in a layer the estimate does not model share their
+    replica's curve, and five copies of one line under five labels would read as five stacks."""
     kept = candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
-    curves = []
-    for candidate in kept.filter(estimate__has_key="curve")[:5]:
-        curves.append((f"#{candidate.rank} {_label(candidate.stack)}", candidate.estimate["curve"]))
+    curves: list[tuple[str, list[dict[str, float]]]] = []
+    for candidate in kept.filter(estimate__has_key="curve").iterator(chunk_size=100):
+        curve = candidate.estimate["curve"]
+        if any(curve == drawn for _, drawn in curves):
+            continue
+        layers = candidate.stack.get("layers") or []
+        with_layers = f" with {', '.join(layers)}" if layers else ""
+        curves.append((f"#{candidate.rank} {_label(candidate.stack)}{with_layers}", curve))
+        if len(curves) == CHART_CURVES:
+            break
     return curves
 
 

@@ -106,6 +106,28 @@ def test_the_candidate_page_lists_ranked_stacks_reasons_and_the_goodput_chart(
     assert "req/s per GPU" in page
 
 
+def test_the_goodput_chart_draws_each_distinct_curve_once_with_its_layers_named(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    # a peak above the mean composes autoscaling layers on the leading stacks: their rows share
+    # the base stack's curve, which the chart draws once
+    goal_payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 4, "peak_factor": 2}
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    alice_client.post(f"/selections/{selection.pk}/candidates/compute/")
+    compute_candidates(selection.pk)  # what the Celery worker runs after the commit
+    with_curves = selection.candidates.filter(estimate__has_key="curve")
+    curves = [row.estimate["curve"] for row in with_curves]
+    assert len(curves) > len({repr(curve) for curve in curves}), "no two rows share a curve"
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    traces = page_figures(page)["goodput"]["data"]
+    drawn = [(tuple(trace["x"]), tuple(trace["y"])) for trace in traces]
+    assert len(drawn) == len(set(drawn)) == min(5, len({repr(curve) for curve in curves}))
+    assert len({trace["name"] for trace in traces}) == len(traces)
+
+
 def test_the_plan_step_marks_the_chosen_candidates(
     catalog, alice, acme, alice_client, goal_payload
 ):
