@@ -166,11 +166,11 @@ def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
     return group_dropped(rows.order_by("id").values_list("stack", "reasons").iterator(2000))
 
 
-def leading_curves(*, selection: Selection) -> list[tuple[str, list[dict[str, float]]]]:
-    """Goodput curves of the leading kept candidates that have one, in rank order, each distinct
-    curve once: rows that differ only in a layer the estimate does not model share their
-    replica's curve, and five copies of one line under five labels would read as five stacks."""
-    kept = candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
+def leading_curves(*, kept: QuerySet[Candidate]) -> list[tuple[str, list[dict[str, float]]]]:
+    """Goodput curves of the leading candidates of `kept` (the list as filtered) that have one,
+    in rank order, each distinct curve once: rows that differ only in a layer the estimate does
+    not model share their replica's curve, and five copies of one line under five labels would
+    read as five stacks."""
     curves: list[tuple[str, list[dict[str, float]]]] = []
     for candidate in kept.filter(estimate__has_key="curve").iterator(chunk_size=100):
         curve = candidate.estimate["curve"]

@@ -239,7 +239,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
     )
     page = Paginator(kept, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("page"))
     dropped_page = Paginator(dropped, CANDIDATE_PAGE_SIZE).get_page(request.GET.get("dpage"))
-    curves = selectors.leading_curves(selection=selection)
+    curves = selectors.leading_curves(kept=kept)
     measured = selectors.measured_for(candidates=page.object_list)
     published = published_nearest.published_for(selection=selection, candidates=page.object_list)
     any_published = any(published.values())

@@ -126,6 +126,12 @@ def test_the_goodput_chart_draws_each_distinct_curve_once_with_its_layers_named(
     drawn = [(tuple(trace["x"]), tuple(trace["y"])) for trace in traces]
     assert len(drawn) == len(set(drawn)) == min(5, len({repr(curve) for curve in curves}))
     assert len({trace["name"] for trace in traces}) == len(traces)
+    # the chart follows the list's filters: another engine's leaders are not drawn
+    engine = with_curves.order_by("rank").first().stack["engine"]
+    url = f"/selections/{selection.pk}/candidates/?engine={engine}"
+    filtered = page_figures(alice_client.get(url).content.decode())["goodput"]["data"]
+    assert filtered and all(f" {engine} " in f" {trace['name']}" for trace in filtered)
+    assert len(filtered) < len(traces)
 
 
 def test_the_plan_step_marks_the_chosen_candidates(
