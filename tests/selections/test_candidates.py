@@ -231,6 +231,37 @@ def test_kept_stacks_say_how_many_gpus_the_peak_rate_needs(catalog, alice, acme,
     assert leader.estimate["gpus_for_peak"] == math.ceil(80 / per_gpu)
 
 
+def test_a_closed_loop_goal_is_sized_by_the_clients_a_replica_serves_within_the_slo(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["workload"]["arrival"] = {"concurrency": 400}
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=2)
+
+    selection = _compute(alice, acme, goal_payload)
+
+    rows = _kept(selection)
+
+    def replicas_for_400(row):
+        return row.estimate["gpus_for_clients"] / (row.stack["tp"] * row.stack["pp"])
+
+    leader = rows[0]
+    assert leader.estimate["comparison"] == "simulated" and "gpus_for_peak" not in leader.estimate
+    # Little's law at the simulated max rate: its requests in flight are the clients it serves
+    clients = leader.estimate["replica_clients_in_slo"]
+    assert clients > 0
+    assert replicas_for_400(leader) == math.ceil(400 / clients)
+    analytic = next(row for row in rows if row.estimate["comparison"] == "analytic")
+    clients = analytic.estimate["replica_clients_in_slo"]
+    assert clients == analytic.estimate["latency"]["concurrency"]
+    assert replicas_for_400(analytic) == math.ceil(400 / clients)
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    gpus, per_replica = (
+        leader.estimate["gpus_for_clients"],
+        leader.estimate["replica_clients_in_slo"],
+    )
+    assert f"{gpus} GPUs for the goal's clients, {per_replica} per replica within the SLO" in page
+
+
 def test_an_expert_group_over_data_parallel_ranks_is_sized_in_whole_groups(
     catalog, alice, acme, goal_payload
 ):

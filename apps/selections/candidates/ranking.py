@@ -236,6 +236,7 @@ class Ranker:
             }
         per_gpu = self._per_gpu(stack, figures.replica_rps)
         estimate.update(method)
+        estimate["replica_clients_in_slo"] = figures.concurrency if figures.latency else 0
         estimate["comparison"] = NATURE_ANALYTIC
         estimate["goodput_per_gpu_rps"] = per_gpu
         estimate["analytic_goodput_per_gpu_rps"] = per_gpu
@@ -282,6 +283,10 @@ class Ranker:
         if summary is not None and summary.ttft_ms is not None and summary.tpot_ms is not None:
             figures["simulated_ttft_p99_ms"] = round(summary.ttft_ms.p99, 2)
             figures["simulated_tpot_p99_ms"] = round(summary.tpot_ms.p99, 3)
+        # Little's law at the max rate: the requests in flight there, so the clients of a closed
+        # loop (each sending its next request when the last ends) the replica serves in the SLO
+        in_system_s = summary.e2e_ms.mean / 1e3 if summary is not None and summary.e2e_ms else 0
+        figures["replica_clients_in_slo"] = math.floor(search.rate_rps * stages * in_system_s)
         return figures
 
     def _config(self, stack: Stack):
@@ -334,15 +339,20 @@ class Ranker:
     # ------------------------------------------------------------ score
 
     def _size_for_target(self, verdict: Verdict) -> None:
-        """GPUs this stack needs for the target rate at its peak, in whole deployable units
-        (a replica, or an expert-parallel group of attention-data-parallel replicas)."""
-        goal, per_gpu = self.goal, verdict.estimate["goodput_per_gpu_rps"]
-        if goal.target_rate_rps is None or per_gpu <= 0:
-            verdict.estimate.pop("gpus_for_peak", None)
-            return
-        unit = verdict.stack.layout.unit_gpus
-        units = math.ceil(goal.target_rate_rps * goal.peak_factor / (per_gpu * unit))
-        verdict.estimate["gpus_for_peak"] = units * unit
+        """GPUs this stack needs for the target rate at its peak, or for a closed-loop goal's
+        clients, in whole deployable units (a replica, or an expert-parallel group of
+        attention-data-parallel replicas)."""
+        goal, estimate, layout = self.goal, verdict.estimate, verdict.stack.layout
+        per_gpu, unit = estimate["goodput_per_gpu_rps"], layout.unit_gpus
+        estimate.pop("gpus_for_peak", None)
+        estimate.pop("gpus_for_clients", None)
+        if goal.target_rate_rps is not None and per_gpu > 0:
+            units = math.ceil(goal.target_rate_rps * goal.peak_factor / (per_gpu * unit))
+            estimate["gpus_for_peak"] = units * unit
+        clients = estimate.get("replica_clients_in_slo") or 0
+        if goal.concurrency and clients > 0:
+            per_unit = clients * (unit // layout.replica_gpus)
+            estimate["gpus_for_clients"] = math.ceil(goal.concurrency / per_unit) * unit
 
     def _priced(self, kept: Sequence[Verdict]) -> bool:
         return bool(kept) and all(v.stack.accelerator.slug in self.goal.prices for v in kept)
