@@ -123,7 +123,10 @@ def stack_text(stack: Mapping[str, Any]) -> str:
 
 
 def candidate_lines(candidates: list[Mapping[str, Any]]) -> list[str]:
-    lines = ["| Key | Stack | Release | Catalog cells |", "|---|---|---|---|"]
+    lines = [
+        "| Key | Stack | Release | Catalog cells | Predicted (before any run) |",
+        "|---|---|---|---|---|",
+    ]
     for entry in candidates:
         cells = ", ".join(
             f"{cell['feature']}={cell['maturity']} (#{cell['id']}, {cell['as_of']})"
@@ -132,9 +135,36 @@ def candidate_lines(candidates: list[Mapping[str, Any]]) -> list[str]:
         release = entry["release"]
         lines.append(
             f"| {entry['key']} | {stack_text(entry['stack'])} | "
-            f"{release['engine']} {release['version']} (#{release['id']}) | {cells or 'none'} |"
+            f"{release['engine']} {release['version']} (#{release['id']}) | {cells or 'none'} | "
+            f"{estimate_text(entry.get('estimate') or {})} |"
         )
     return lines
+
+
+def estimate_text(estimate: Mapping[str, Any]) -> str:
+    """A candidate's predicted figures, each with the method that made it and the error band
+    measured for that method; a figure the record does not hold is left out, never shown as 0."""
+    unknown = "method not recorded"
+    goodput_method = estimate.get("goodput_method") or unknown
+    parts = []
+    if estimate.get("goodput_per_gpu_rps") is not None:
+        parts.append(f"{estimate['goodput_per_gpu_rps']:.3g} req/s per GPU ({goodput_method})")
+    for key, what in (("gpus_for_peak", "the peak rate"), ("gpus_for_clients", "the clients")):
+        if estimate.get(key):
+            parts.append(f"{estimate[key]} GPUs for {what} ({goodput_method})")
+    if estimate.get("ttft_ms") is not None and estimate.get("tpot_ms") is not None:
+        parts.append(
+            f"TTFT {estimate['ttft_ms']:.4g} ms, TPOT {estimate['tpot_ms']:.3g} ms "
+            f"({estimate.get('latency_method') or unknown})"
+        )
+    bands = [
+        f"{name} {band['p10']:+.0%} to {band['p90']:+.0%}"
+        for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+        if (band := ((estimate.get("error_band") or {}).get(metric) or {}).get("band"))
+    ]
+    if bands:
+        parts.append("error band (10th to 90th percentile held out) " + ", ".join(bands))
+    return "; ".join(parts) or "no prediction"
 
 
 def _figure(value: Any) -> str:

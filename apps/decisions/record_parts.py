@@ -96,6 +96,8 @@ def _estimate(candidate: Candidate) -> dict[str, Any]:
     return {
         "goodput_per_gpu_rps": estimate.get("goodput_per_gpu_rps"),
         "goodput_method": estimate.get("label"),
+        "gpus_for_peak": estimate.get("gpus_for_peak"),
+        "gpus_for_clients": estimate.get("gpus_for_clients"),
         "ttft_ms": latency.get("ttft_ms"),
         "tpot_ms": latency.get("tpot_ms"),
         "latency_method": latency.get("label"),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from apps.decisions.choices import DecisionStatus, TriggerKind
-from apps.decisions.export import record_markdown
+from apps.decisions.export import estimate_text, record_markdown
 from apps.decisions.models import DecisionRecord, RetestTrigger
 
 GOLDEN = Path(__file__).parent / "golden" / "record.md"
@@ -67,7 +67,19 @@ def candidate(key: str, accelerator: str, cells: list) -> dict:
         "backend": "flash-attn",
         "accelerator": {"slug": accelerator, "name": accelerator, "vendor": "nvidia"},
         "capabilities": cells,
-        "estimate": {"goodput_per_gpu_rps": 3.2, "ttft_ms": 180.0, "tpot_ms": 21.0},
+        "estimate": {
+            "goodput_per_gpu_rps": 3.2,
+            "goodput_method": "aiconfigurator, simulated",
+            "gpus_for_peak": 2,
+            "ttft_ms": 180.0,
+            "tpot_ms": 21.0,
+            "latency_method": "roofline, analytic",
+            "error_band": {
+                "ttft_ms": {"band": {"p10": -0.5875, "p90": 1.8981}, "rows": 299},
+                "tpot_ms": {"band": {"p10": -0.4709, "p90": 0.2385}, "rows": 299},
+                "e2e_ms": {"band": None, "reason": "no held-out accuracy measured"},
+            },
+        },
     }
 
 
@@ -165,3 +177,9 @@ def test_a_simulation_only_record_says_so_in_its_title_and_front_matter(record):
     assert "# DR-7: Serve the chat assistant on vLLM (simulation only)" in markdown
     assert "> **Evidence: simulated.** The evidence is simulated only" in markdown
     assert "- Evidence: simulated" in markdown
+
+
+def test_a_candidate_without_a_figure_shows_none_rather_than_zero():
+    assert estimate_text({}) == "no prediction"
+    partial = estimate_text({"ttft_ms": 180.0, "tpot_ms": 21.0, "error_band": {"ttft_ms": None}})
+    assert partial == "TTFT 180 ms, TPOT 21 ms (method not recorded)"

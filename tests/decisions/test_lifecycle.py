@@ -5,6 +5,7 @@ from apps.audit.models import AuditEvent
 from apps.core.errors import ConflictError
 from apps.decisions import services
 from apps.decisions.choices import DecisionStatus
+from apps.decisions.export import record_markdown
 from apps.selections.services import selection_update
 from tests.decisions.factories import accepted, draft, text_for, two_candidate_selection
 
@@ -22,6 +23,27 @@ def test_a_record_keeps_the_four_parts_it_was_written_with(acme, alice, selectio
     assert record.candidates[0]["capabilities"][0]["maturity"] == "stable"
     assert record.chosen_key == "A"
     assert record.dropped == {"B": "B misses the TTFT target at the goal rate."}
+
+
+def test_a_record_keeps_each_candidates_predicted_figures_and_gpus_with_their_method(
+    acme, alice, selection
+):
+    selection.candidates.filter(rank=1).update(
+        estimate={
+            "goodput_per_gpu_rps": 1.5,
+            "label": "roofline, simulated",
+            "gpus_for_peak": 4,
+            "latency": {"ttft_ms": 90.0, "tpot_ms": 12.0, "label": "roofline, analytic"},
+        }
+    )
+
+    record = draft(alice, acme, selection)
+
+    estimate = record.candidates[0]["estimate"]
+    assert (estimate["gpus_for_peak"], estimate["goodput_method"]) == (4, "roofline, simulated")
+    markdown = record_markdown(record)
+    assert "1.5 req/s per GPU (roofline, simulated); 4 GPUs for the peak rate" in markdown
+    assert "TTFT 90 ms, TPOT 12 ms (roofline, analytic)" in markdown
 
 
 def test_the_author_cannot_approve_their_own_record(acme, alice, selection):
