@@ -166,6 +166,16 @@ def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
     return group_dropped(rows.order_by("id").values_list("stack", "reasons").iterator(2000))
 
 
+def simulated_methods(*, selection: Selection) -> list[str]:
+    """The methods that timed the simulated comparison's rows, each once: more than one means
+    its order sets methods whose errors differ against each other (the roofline on one GPU,
+    AIConfigurator's measured kernels on another)."""
+    rows = Candidate.objects.filter(
+        selection=selection, outcome=CandidateOutcome.KEPT, estimate__comparison="simulated"
+    )
+    return sorted({label for label in rows.values_list("estimate__label", flat=True) if label})
+
+
 def leading_curves(*, kept: QuerySet[Candidate]) -> list[tuple[str, list[dict[str, float]]]]:
     """Goodput curves of the leading candidates of `kept` (the list as filtered) that have one,
     in rank order, each distinct curve once: rows that differ only in a layer the estimate does

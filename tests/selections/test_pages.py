@@ -134,6 +134,28 @@ def test_the_goodput_chart_draws_each_distinct_curve_once_with_its_layers_named(
     assert len(filtered) < len(traces)
 
 
+def test_the_page_says_when_the_simulated_comparison_mixes_methods(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    # AIConfigurator's kernels time the H100 leaders, the roofline the MI300X ones
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=1)
+    mixed = create_selection(user=alice, team=acme, payload=goal_payload)
+    goal_payload["constraints"].update(accelerators=["mi300x"])
+    alone = create_selection(user=alice, team=acme, payload=goal_payload)
+    for selection in (mixed, alone):
+        alice_client.post(f"/selections/{selection.pk}/candidates/compute/")
+        compute_candidates(selection.pk)
+
+    mixed_page = alice_client.get(f"/selections/{mixed.pk}/candidates/").content.decode()
+    alone_page = alice_client.get(f"/selections/{alone.pk}/candidates/").content.decode()
+
+    note = re.search(
+        r'id="mixed-methods">The simulated comparison mixes methods \(([^)]*)\)', mixed_page
+    )
+    assert note and note.group(1) == "aiconfigurator, simulated; roofline, simulated"
+    assert 'id="mixed-methods"' not in alone_page
+
+
 def test_the_plan_step_marks_the_chosen_candidates(
     catalog, alice, acme, alice_client, goal_payload
 ):
