@@ -63,6 +63,9 @@ MAX_PROBES = 16
 CLIENT_TURNS = 8
 # A stationary run's measured arrivals span at least this many mean times in the system.
 SPAN_MULTIPLE = 5
+# A short run whose requests were served at under this share of the rate they arrived at is an
+# overload (its queue grows), not a burst.
+SERVED_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -114,11 +117,18 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
     growing = last > GROWTH_LIMIT * first and last - first > GROWTH_FLOOR_MS
     overload = (
         f"more arrives than the replica serves, so its queue keeps growing (mean end-to-end "
-        f"{first:.0f} ms in the first quarter of the measured requests, {last:.0f} ms in the last)"
+        f"{first:.0f} ms in the first quarter of the measured requests, {last:.0f} ms in the last"
+        f"{_rates(measured, span_s)})"
     )
     if span_s < SPAN_MULTIPLE * mean_s:
-        # Arrivals spread over time whose wait keeps growing are an overload, not a burst.
-        cause = overload if growing and span_s > 0 else "a burst, not a steady load"
+        # Arrivals spread over time whose wait keeps growing, or that are served much slower
+        # than they arrive, are an overload; arrivals within one request's time are a burst.
+        if span_s > 0 and (growing or _served_share(measured) < SERVED_SHARE):
+            cause = overload
+        elif span_s < mean_s:
+            cause = "a burst, not a steady load"
+        else:
+            cause = "too few requests for how long each takes"
         return Stationarity(
             False,
             f"not stationary: the measured arrivals span {span_s:.1f} s, under {SPAN_MULTIPLE}x "
@@ -133,6 +143,26 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
         else f"stationary: mean end-to-end {first:.0f} ms, then {last:.0f} ms"
     )
     return Stationarity(not growing, reason, len(measured), first, last)
+
+
+def _served_share(measured: Sequence[RequestOutcome]) -> float:
+    """About what share of the arrival rate the replica served: one minus the slope of the time
+    in the system against the arrival time (a queue that grows by s seconds per second of
+    arrivals serves 1 - s of what arrives; a settled one, about all of it)."""
+    rows = [row for row in measured if row.e2e_ms is not None and row.arrival_s is not None]
+    arrivals = np.array([row.arrival_s for row in rows])
+    if len(rows) < 2 or np.ptp(arrivals) <= 0:
+        return 1.0
+    slope = np.polyfit(arrivals, np.array([row.e2e_ms for row in rows]) / 1e3, 1)[0]
+    return float(min(1.0, max(0.0, 1.0 - slope)))
+
+
+def _rates(measured: Sequence[RequestOutcome], span_s: float) -> str:
+    if span_s <= 0:
+        return ""
+    offered = len(measured) / span_s
+    served = _served_share(measured) * offered
+    return f"; {offered:.3g} req/s arrived, about {served:.3g} req/s served"
 
 
 @dataclass(frozen=True)

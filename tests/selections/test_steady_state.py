@@ -13,7 +13,7 @@ from apps.selections.estimator import (
     build_step_cost,
     estimate_memory,
 )
-from apps.selections.simulator import EngineConfig, simulate
+from apps.selections.simulator import FINISHED, EngineConfig, RequestOutcome, simulate
 from apps.selections.steady_state import (
     CLIENT_TURNS,
     MIN_STEADY_REQUESTS,
@@ -108,6 +108,39 @@ def test_an_open_loop_rate_far_above_capacity_grows_its_queue_and_is_not_station
     assert "not stationary" in above.stationarity.reason
     assert "more arrives than the replica serves" in above.stationarity.reason
     assert "burst" not in above.stationarity.reason
+
+
+def _rows(time_in_system_s):
+    """1,000 requests arriving every 0.1 s, each in the system for time_in_system_s(arrival)."""
+    rows = []
+    for index in range(1000):
+        arrival = index * 0.1
+        e2e = time_in_system_s(arrival)
+        first_token, finish = arrival + 1, arrival + e2e
+        rows.append(
+            RequestOutcome(
+                index, FINISHED, 100, 100, arrival, first_token, finish, 1e3, 1.0, e2e * 1e3, 0
+            )
+        )
+    return rows
+
+
+def test_a_short_run_served_slower_than_it_arrives_is_named_an_overload_not_a_burst():
+    # the time in the system grows by 0.3 s per second of arrivals, too slowly to pass the
+    # growth limit within the run: the replica serves about 70% of what arrives
+    found = stationarity(_rows(lambda arrival: 100 + 0.3 * arrival))
+
+    assert not found.stationary
+    assert "more arrives than the replica serves" in found.reason
+    assert "10 req/s arrived, about 7.01 req/s served" in found.reason
+    assert "burst" not in found.reason
+
+
+def test_a_short_run_that_keeps_up_is_called_too_short_not_a_burst_or_an_overload():
+    found = stationarity(_rows(lambda arrival: 50.0))
+
+    assert not found.stationary
+    assert found.reason.endswith("too few requests for how long each takes")
 
 
 def test_a_closed_loop_run_settles_and_its_throughput_is_judged_after_the_warm_up():
