@@ -98,7 +98,10 @@ def stateless_estimate(
     spec = ModelSpec.objects.get(slug=model)
     arch = model_arch(spec)
     hardware = Accelerator.objects.get(slug=accelerator)
-    accel = accelerator_spec(hardware)
+    try:
+        accel = accelerator_spec(hardware)
+    except ValueError as error:  # a figure of the accelerator the catalog lacks, not an input
+        raise ValueError(f"accelerator: {error}") from error
     kv_dtype = kv_dtype or default_kv_dtype(spec)
     if dp is not None and dp * tp * pp != gpu_count:
         raise ValueError("dp: tp x pp x dp must equal gpu_count")

@@ -531,6 +531,22 @@ def test_a_goal_names_the_accelerator_a_mistyped_one_likely_meant(
     ]
 
 
+def test_an_accelerator_the_catalog_lacks_a_figure_for_is_refused_on_the_accelerator(
+    catalog, alice_client
+):
+    payload = {**MI300X_STACK, "model": "llama-3.1-8b", "precision": "q4_k_m", "gpu_count": 1}
+    payload |= {"tp": 1, "accelerator": "m4-max-40c", "engine": "llama-cpp"}
+
+    response = _post(alice_client, "/api/v1/estimate/", payload)
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "accelerator": [
+            "bf16_tflops: the catalog has no sourced figure for Apple M4 Max (40-core GPU)"
+        ]
+    }
+
+
 def test_the_estimate_refuses_an_orchestrator_as_the_engine(catalog, alice_client):
     response = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, "engine": "ray-serve-llm"})
 
