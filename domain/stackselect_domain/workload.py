@@ -27,8 +27,12 @@ class WorkloadError(ValueError):
 
 
 # The most tokens one prompt or answer may have: far past any model's context, and a bound on
-# what a document or a trace can ask the simulator to hold (the API's fields share it).
+# what a document or a trace can ask the simulator to hold (the API's fields share it). A
+# distribution without a stated maximum is clipped here.
 MAX_TOKENS = 10_000_000
+# The widest lognormal length: its 99th percentile is already about 1,000x its median, and a
+# much wider one overflows its own mean.
+MAX_SIGMA = 3.0
 
 
 def _number(
@@ -65,7 +69,7 @@ def _tokens(data: Mapping[str, Any], key: str, where: str) -> float:
 
 def _bounds(data: Mapping[str, Any], where: str) -> tuple[float, float]:
     low = _tokens(data, "min", where) if "min" in data else 1.0
-    high = _tokens(data, "max", where) if "max" in data else math.inf
+    high = _tokens(data, "max", where) if "max" in data else float(MAX_TOKENS)
     if high < low:
         raise WorkloadError(f"{where}.max: must be >= min")
     return low, high
@@ -73,6 +77,20 @@ def _bounds(data: Mapping[str, Any], where: str) -> tuple[float, float]:
 
 def _to_tokens(samples: np.ndarray, low: float, high: float) -> np.ndarray:
     return np.rint(np.clip(samples, low, high)).astype(np.int64).clip(min=1)
+
+
+def _below(z: float) -> float:
+    """The standard normal's probability below z."""
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def _density(z: float) -> float:
+    return math.exp(-z * z / 2) / math.sqrt(2 * math.pi) if math.isfinite(z) else 0.0
+
+
+def _clipped_tails(low: float, high: float, below_low: float, above_high: float) -> float:
+    """What the values clipped to a bound add to the mean (a bound at infinity holds none)."""
+    return low * below_low + (high * above_high if above_high > 0 else 0.0)
 
 
 # ---------------------------------------------------------------- lengths
@@ -102,13 +120,20 @@ class NormalLength:
     mean_tokens: float
     std: float
     low: float = 1.0
-    high: float = math.inf
+    high: float = float(MAX_TOKENS)
 
     def sample(self, rng: Rng, n: int) -> np.ndarray:
         return _to_tokens(rng.normal(self.mean_tokens, self.std, n), self.low, self.high)
 
     def mean(self) -> float:
-        return self.mean_tokens
+        """The mean of the clipped lengths the requests get, not of the normal before clipping
+        (a wide spread clipped at one token raises it)."""
+        m, s = self.mean_tokens, self.std
+        if s == 0:
+            return min(max(m, self.low), self.high)
+        a, b = (self.low - m) / s, (self.high - m) / s
+        inside = m * (_below(b) - _below(a)) + s * (_density(a) - _density(b))
+        return inside + _clipped_tails(self.low, self.high, _below(a), 1 - _below(b))
 
 
 @dataclass(frozen=True)
@@ -121,14 +146,22 @@ class LognormalLength:
     median: float
     sigma: float
     low: float = 1.0
-    high: float = math.inf
+    high: float = float(MAX_TOKENS)
 
     def sample(self, rng: Rng, n: int) -> np.ndarray:
         samples = rng.lognormal(math.log(self.median), self.sigma, n)
         return _to_tokens(samples, self.low, self.high)
 
     def mean(self) -> float:
-        return self.median * math.exp(self.sigma**2 / 2)
+        """The mean of the clipped lengths: median * exp(sigma^2 / 2) without bounds, less
+        where a stated maximum cuts the long tail."""
+        s = self.sigma
+        if s == 0:
+            return min(max(self.median, self.low), self.high)
+        a = (math.log(self.low) - math.log(self.median)) / s
+        b = (math.log(self.high) - math.log(self.median)) / s
+        inside = self.median * math.exp(s * s / 2) * (_below(b - s) - _below(a - s))
+        return inside + _clipped_tails(self.low, self.high, _below(a), 1 - _below(b))
 
 
 @dataclass(frozen=True)
@@ -184,11 +217,12 @@ def parse_length(data: Mapping[str, Any], where: str = "length") -> LengthDistri
     if kind == "normal":
         low, high = _bounds(data, where)
         mean = _tokens(data, "mean", where)
-        return NormalLength(mean, _number(data, "std", where), low, high)
+        return NormalLength(mean, _number(data, "std", where, maximum=MAX_TOKENS), low, high)
     if kind == "lognormal":
         low, high = _bounds(data, where)
         median = _tokens(data, "median", where)
-        return LognormalLength(median, _number(data, "sigma", where), low, high)
+        sigma = _number(data, "sigma", where, maximum=MAX_SIGMA)
+        return LognormalLength(median, sigma, low, high)
     if kind in ("empirical", "replay"):
         values = _numbers(data, "values", where)
         if min(values) < 1 or max(values) > MAX_TOKENS:

@@ -518,6 +518,17 @@ def test_a_mistyped_catalog_name_or_word_is_answered_with_what_it_likely_meant(
     assert precision.endswith("Did you mean 'fp8'?")
 
 
+def test_a_goal_with_a_lognormal_too_wide_to_have_a_mean_is_refused_on_sigma(
+    catalog, alice_client, goal_payload
+):
+    goal_payload["workload"]["osl"] = {"kind": "lognormal", "median": 500, "sigma": 50}
+
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 400
+    assert "must be <= 3.0" in str(response.json()["workload"]["osl"])
+
+
 def test_a_goal_names_the_accelerator_a_mistyped_one_likely_meant(
     catalog, alice_client, goal_payload
 ):

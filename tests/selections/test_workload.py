@@ -102,6 +102,24 @@ def test_lengths_stay_within_their_bounds_and_lognormal_centres_on_its_median():
     assert samples.max() == 150
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "lognormal", "median": 1000, "sigma": 1.0, "max": 4000},  # tail cut at 4,000
+        {"kind": "lognormal", "median": 6000, "sigma": 0.6, "min": 500, "max": 24000},
+        {"kind": "lognormal", "median": 1024, "sigma": 0.6},
+        {"kind": "normal", "mean": 100, "std": 200},  # half of it clipped up to one token
+        {"kind": "normal", "mean": 500, "std": 100, "min": 300, "max": 600},
+    ],
+)
+def test_a_lengths_mean_is_that_of_the_clipped_lengths_the_requests_get(data):
+    length = parse_length(data)
+
+    drawn = length.sample(np.random.default_rng(3), 400_000)
+
+    assert length.mean() == pytest.approx(float(drawn.mean()), rel=0.01)
+
+
 def test_empirical_lengths_only_draw_observed_values():
     empirical = parse_length({"kind": "empirical", "values": [10, 20, 30]})
     assert set(empirical.sample(np.random.default_rng(0), 500)) == {10, 20, 30}
@@ -117,6 +135,8 @@ def test_empirical_lengths_only_draw_observed_values():
         ({"kind": "uniform"}, "isl.kind"),
         ({"kind": "empirical", "values": []}, "isl.values"),
         ({"kind": "normal", "mean": 100, "std": 5, "min": 50, "max": 10}, "isl.max"),
+        # wider than any length histogram: its mean would overflow
+        ({"kind": "lognormal", "median": 500, "sigma": 50}, "isl.sigma"),
     ],
 )
 def test_bad_length_fields_are_named_in_the_error(data, field):
