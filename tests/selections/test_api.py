@@ -529,6 +529,21 @@ def test_a_goal_with_a_lognormal_too_wide_to_have_a_mean_is_refused_on_sigma(
     assert "must be <= 3.0" in str(response.json()["workload"]["osl"])
 
 
+@pytest.mark.parametrize(
+    "arrival", [{"process": "poisson", "rate_rps": 1e12}, {"concurrency": 10**9}]
+)
+def test_a_goal_load_past_any_deployment_is_refused(catalog, alice_client, goal_payload, arrival):
+    goal_payload["workload"]["arrival"] = arrival
+
+    response = _post(alice_client, URL, goal_payload)
+
+    assert response.status_code == 400
+    field = next(iter(set(arrival) - {"process"}))
+    assert response.json()["workload"]["arrival"][field] == [
+        "Ensure this value is less than or equal to 1000000."
+    ]
+
+
 def test_a_goal_names_the_accelerator_a_mistyped_one_likely_meant(
     catalog, alice_client, goal_payload
 ):

@@ -31,6 +31,9 @@ from apps.selections.slo_presets import preset_choices
 
 MIN_MATURITIES = (Maturity.STABLE, Maturity.BETA, Maturity.EXPERIMENTAL)
 MAX_GPUS = 64
+# A goal's rate (req/s) or clients: far past any deployment, a bound that keeps sizing figures
+# meaningful (a billion clients would be sized at millions of GPUs).
+MAX_GOAL_LOAD = 1_000_000
 MAX_PAGE_SIZE = 500
 DEFAULT_PAGE_SIZE = 100
 
@@ -102,8 +105,18 @@ def _field_error(error: ValueError) -> serializers.ValidationError:
 
 class ArrivalSerializer(serializers.Serializer):
     process = WordChoiceField(choices=ARRIVAL_PROCESSES, required=False)
-    rate_rps = serializers.FloatField(min_value=0.0001, required=False)
-    concurrency = serializers.IntegerField(min_value=1, required=False)
+    rate_rps = serializers.FloatField(
+        min_value=0.0001,
+        max_value=MAX_GOAL_LOAD,
+        required=False,
+        help_text="The whole deployment's mean arrival rate, requests per second.",
+    )
+    concurrency = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_GOAL_LOAD,
+        required=False,
+        help_text="Clients of a closed loop, each sending its next request when the last ends.",
+    )
     burstiness = serializers.FloatField(
         min_value=0.01,
         required=False,
