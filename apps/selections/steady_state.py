@@ -63,9 +63,9 @@ MAX_PROBES = 16
 CLIENT_TURNS = 8
 # A stationary run's measured arrivals span at least this many mean times in the system.
 SPAN_MULTIPLE = 5
-# A short run whose requests were served at under this share of the rate they arrived at is an
-# overload (its queue grows), not a burst.
-SERVED_SHARE = 0.9
+# A short run whose time in the system grows by more than this many seconds per second of
+# arrivals is an overload (its queue grows), not a burst.
+GROWTH_SLOPE = 0.1
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
     if span_s < SPAN_MULTIPLE * mean_s:
         # Arrivals spread over time whose wait keeps growing, or that are served much slower
         # than they arrive, are an overload; arrivals within one request's time are a burst.
-        if span_s > 0 and (growing or _served_share(measured) < SERVED_SHARE):
+        if span_s > 0 and (growing or _growth_slope(measured) > GROWTH_SLOPE):
             cause = overload
         elif span_s < mean_s:
             cause = "a burst, not a steady load"
@@ -145,24 +145,23 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
     return Stationarity(not growing, reason, len(measured), first, last)
 
 
-def _served_share(measured: Sequence[RequestOutcome]) -> float:
-    """About what share of the arrival rate the replica served: one minus the slope of the time
-    in the system against the arrival time (a queue that grows by s seconds per second of
-    arrivals serves 1 - s of what arrives; a settled one, about all of it)."""
+def _growth_slope(measured: Sequence[RequestOutcome]) -> float:
+    """Seconds the time in the system grows per second of arrivals (least squares): about 0
+    where the replica keeps up, positive where a queue builds."""
     rows = [row for row in measured if row.e2e_ms is not None and row.arrival_s is not None]
     arrivals = np.array([row.arrival_s for row in rows])
     if len(rows) < 2 or np.ptp(arrivals) <= 0:
-        return 1.0
-    slope = np.polyfit(arrivals, np.array([row.e2e_ms for row in rows]) / 1e3, 1)[0]
-    return float(min(1.0, max(0.0, 1.0 - slope)))
+        return 0.0
+    return float(np.polyfit(arrivals, np.array([row.e2e_ms for row in rows]) / 1e3, 1)[0])
 
 
 def _rates(measured: Sequence[RequestOutcome], span_s: float) -> str:
     if span_s <= 0:
         return ""
-    offered = len(measured) / span_s
-    served = _served_share(measured) * offered
-    return f"; {offered:.3g} req/s arrived, about {served:.3g} req/s served"
+    return (
+        f"; {len(measured) / span_s:.3g} req/s arrived, and the time in the system grew about "
+        f"{_growth_slope(measured):.2g} s per second of arrivals"
+    )
 
 
 @dataclass(frozen=True)

@@ -127,12 +127,13 @@ def _rows(time_in_system_s):
 
 def test_a_short_run_served_slower_than_it_arrives_is_named_an_overload_not_a_burst():
     # the time in the system grows by 0.3 s per second of arrivals, too slowly to pass the
-    # growth limit within the run: the replica serves about 70% of what arrives
+    # growth limit within the run, but a queue is building
     found = stationarity(_rows(lambda arrival: 100 + 0.3 * arrival))
 
     assert not found.stationary
     assert "more arrives than the replica serves" in found.reason
-    assert "10 req/s arrived, about 7.01 req/s served" in found.reason
+    growth = "10 req/s arrived, and the time in the system grew about 0.3 s per second"
+    assert growth in found.reason
     assert "burst" not in found.reason
 
 
