@@ -11,6 +11,7 @@ from typing import Any
 
 from stackselect_domain.slo import SLO
 
+from apps.core.templatetags.facts import signed_percent
 from apps.decisions.choices import TriggerKind
 from apps.decisions.comparison_text import comparison_lines
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
@@ -158,7 +159,7 @@ def estimate_text(estimate: Mapping[str, Any]) -> str:
             f"({estimate.get('latency_method') or unknown})"
         )
     bands = [
-        f"{name} {band['p10']:+.0%} to {band['p90']:+.0%}"
+        f"{name} {signed_percent(band['p10'])} to {signed_percent(band['p90'])}"
         for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
         if (band := ((estimate.get("error_band") or {}).get(metric) or {}).get("band"))
     ]

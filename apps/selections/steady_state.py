@@ -115,16 +115,12 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
     first = float(np.mean(e2e[:window]))
     last = float(np.mean(e2e[-window:]))
     growing = last > GROWTH_LIMIT * first and last - first > GROWTH_FLOOR_MS
-    overload = (
-        f"more arrives than the replica serves, so its queue keeps growing (mean end-to-end "
-        f"{first:.0f} ms in the first quarter of the measured requests, {last:.0f} ms in the last"
-        f"{_rates(measured, span_s)})"
-    )
     if span_s < SPAN_MULTIPLE * mean_s:
         # Arrivals spread over time whose wait keeps growing, or that are served much slower
         # than they arrive, are an overload; arrivals within one request's time are a burst.
-        if span_s > 0 and (growing or _growth_slope(measured) > GROWTH_SLOPE):
-            cause = overload
+        slope = _growth_slope(measured) if span_s > 0 else 0.0
+        if span_s > 0 and (growing or slope > GROWTH_SLOPE):
+            cause = _overload(first, last, len(measured) / span_s, slope)
         elif span_s < mean_s:
             cause = "a burst, not a steady load"
         else:
@@ -137,8 +133,9 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
             None,
             None,
         )
+    # The slope is fitted only for a run already found growing: every probe of a search ends here.
     reason = (
-        f"not stationary: {overload}"
+        f"not stationary: {_overload(first, last, len(measured) / span_s, _growth_slope(measured))}"
         if growing
         else f"stationary: mean end-to-end {first:.0f} ms, then {last:.0f} ms"
     )
@@ -155,12 +152,12 @@ def _growth_slope(measured: Sequence[RequestOutcome]) -> float:
     return float(np.polyfit(arrivals, np.array([row.e2e_ms for row in rows]) / 1e3, 1)[0])
 
 
-def _rates(measured: Sequence[RequestOutcome], span_s: float) -> str:
-    if span_s <= 0:
-        return ""
+def _overload(first_ms: float, last_ms: float, arrived_rps: float, slope: float) -> str:
     return (
-        f"; {len(measured) / span_s:.3g} req/s arrived, and the time in the system grew about "
-        f"{_growth_slope(measured):.2g} s per second of arrivals"
+        f"more arrives than the replica serves, so its queue keeps growing (mean end-to-end "
+        f"{first_ms:.0f} ms in the first quarter of the measured requests, {last_ms:.0f} ms in the "
+        f"last; {arrived_rps:.3g} req/s arrived, and the time in the system grew about "
+        f"{slope:.2g} s per second of arrivals)"
     )
 
 
