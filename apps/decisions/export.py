@@ -158,14 +158,43 @@ def estimate_text(estimate: Mapping[str, Any]) -> str:
             f"TTFT {estimate['ttft_ms']:.4g} ms, TPOT {estimate['tpot_ms']:.3g} ms "
             f"({estimate.get('latency_method') or unknown})"
         )
-    bands = [
-        f"{name} {signed_percent(band['p10'])} to {signed_percent(band['p90'])}"
-        for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
-        if (band := ((estimate.get("error_band") or {}).get(metric) or {}).get("band"))
-    ]
-    if bands:
-        parts.append("error band (10th to 90th percentile held out) " + ", ".join(bands))
+    if bands := latency_bands_text(estimate.get("error_band") or {}):
+        parts.append(bands)
     return "; ".join(parts) or "no prediction"
+
+
+OUTSIDE_BAND = (
+    "measured on other engines or hardware than this stack's, so no measured bound for it"
+)
+
+
+def latency_bands_text(bands: Mapping[str, Any]) -> str:
+    """The TTFT and TPOT bands as the candidate page words them: how many held-out rows measured
+    them, and a warning where those rows are not of this stack's engine or GPU vendor."""
+    records = [
+        (name, record)
+        for metric, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"))
+        if (record := bands.get(metric) or {}).get("band")
+    ]
+    if not records:
+        return ""
+    ranges = ", ".join(
+        f"{name} {signed_percent(r['band']['p10'])} to {signed_percent(r['band']['p90'])}"
+        for name, r in records
+    )
+    rows = next((r["rows"] for _, r in records if r.get("rows")), None)
+    over = f"over {rows} held-out published rows" if rows else "held out"
+    text = f"error band (10th to 90th percentile {over}) {ranges}"
+    outside = next((r for _, r in records if r.get("covers_stack") is False), None)
+    if outside is None:
+        return text
+    scope = outside.get("measured_for") or {}
+    measured = (
+        f", on {', '.join(scope['engines'])} with {', '.join(scope['vendors'])} GPUs"
+        if scope.get("engines") and scope.get("vendors")
+        else ""
+    )
+    return f"{text}, {OUTSIDE_BAND}{measured}"
 
 
 def _figure(value: Any) -> str:

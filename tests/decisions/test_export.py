@@ -183,3 +183,33 @@ def test_a_candidate_without_a_figure_shows_none_rather_than_zero():
     assert estimate_text({}) == "no prediction"
     partial = estimate_text({"ttft_ms": 180.0, "tpot_ms": 21.0, "error_band": {"ttft_ms": None}})
     assert partial == "TTFT 180 ms, TPOT 21 ms (method not recorded)"
+
+
+def band(covers_stack: bool | None) -> dict:
+    return {
+        "band": {"p10": -0.4, "p90": 0.6},
+        "rows": 299,
+        "measured_for": {"engines": ["sglang", "vllm"], "vendors": ["nvidia"]},
+        "covers_stack": covers_stack,
+    }
+
+
+def test_a_band_measured_on_other_engines_or_hardware_says_so_in_the_export():
+    text = estimate_text(
+        {"ttft_ms": 180.0, "tpot_ms": 21.0, "error_band": {"ttft_ms": band(False)}}
+    )
+    assert "error band (10th to 90th percentile over 299 held-out published rows)" in text
+    assert "TTFT -40% to +60%" in text
+    assert text.endswith(
+        "measured on other engines or hardware than this stack's, so no measured bound for it,"
+        " on sglang, vllm with nvidia GPUs"
+    )
+
+
+def test_a_band_measured_on_this_stacks_engine_and_vendor_carries_no_warning():
+    for covers_stack in (True, None):
+        text = estimate_text({"error_band": {"tpot_ms": band(covers_stack)}})
+        assert text == (
+            "error band (10th to 90th percentile over 299 held-out published rows)"
+            " TPOT -40% to +60%"
+        )
