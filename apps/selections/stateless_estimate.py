@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from stackselect_domain.slo import request_ms
 from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED
 from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
 
@@ -143,7 +144,7 @@ def stateless_estimate(
     analytic = {
         "ttft_ms": latency.ttft_ms,
         "tpot_ms": latency.tpot_ms,
-        "e2e_ms": latency.ttft_ms + latency.tpot_ms * max(osl - 1, 0),
+        "e2e_ms": request_ms(latency.ttft_ms, latency.tpot_ms, osl),
     }
     max_concurrency = None
     if tpot_ms is not None:

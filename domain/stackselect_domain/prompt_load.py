@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stackselect_domain.precision import PRECISIONS, peak_of_tier
+from stackselect_domain.slo import request_ms
 from stackselect_domain.vocabulary import MODE_AGGREGATED
 
 # The roofline's starting assumption for the share of dense peak large GEMMs reach in practice
@@ -100,7 +101,7 @@ def implied_prompt_load(
         return None
     if run.isl <= 0 or run.osl <= 0 or run.precision not in PRECISIONS or not peaks.bf16:
         return None
-    request_s = (run.ttft_ms + (run.osl - 1) * run.tpot_ms) / 1e3
+    request_s = request_ms(run.ttft_ms, run.tpot_ms, run.osl) / 1e3
     if request_s <= 0:
         return None
     compute = PRECISIONS[run.precision].compute

@@ -100,6 +100,12 @@ class SLO:
         )
 
 
+def request_ms(ttft_ms: float, tpot_ms: float, osl: int) -> float:
+    """A request's time in the system from its TTFT and TPOT: the first token, then one TPOT for
+    every further token (TPOT is defined over the tokens after the first)."""
+    return ttft_ms + tpot_ms * max(osl - 1, 0)
+
+
 def _finite(value: float, name: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from stackselect_domain.slo import SLO, SLOVerdict, judge, pooled
+from stackselect_domain.slo import SLO, SLOVerdict, judge, pooled, request_ms
 
 SLO_TTFT_TPOT = SLO(ttft_ms=200, tpot_ms=50, attainment=0.9, percentile=50)
 
@@ -95,3 +95,9 @@ def test_the_dict_form_round_trips_and_fills_the_defaults() -> None:
     assert (slo.percentile, slo.attainment) == (99.0, 0.99)
     assert SLO.from_dict(slo.as_dict()) == slo
     assert slo.describe() == "TTFT ≤ 300 ms at p99, with 99% of requests meeting every target"
+
+
+def test_a_requests_time_is_its_ttft_then_one_tpot_per_token_after_the_first():
+    assert request_ms(200.0, 20.0, 101) == pytest.approx(2200.0)
+    assert request_ms(200.0, 20.0, 1) == 200.0
+    assert request_ms(200.0, 20.0, 0) == 200.0

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stackselect_domain.slo import request_ms
+
 from apps.catalog.choices import Maturity, MemoryBasis
 from apps.catalog.models import EngineRelease
 from apps.selections.candidates.enumeration import powers_of_two, tp_suits
@@ -69,7 +71,7 @@ def needed_sequences(goal: Goal, latency: Mapping[str, Any] | None) -> tuple[int
         return None
     load = rate * goal.peak_factor
     if latency:
-        seconds = (latency["ttft_ms"] + latency["tpot_ms"] * max(goal.osl - 1, 0)) / 1e3
+        seconds = request_ms(latency["ttft_ms"], latency["tpot_ms"], goal.osl) / 1e3
         how = f"predicted per request ({latency['label']}, at {latency['concurrency']} in flight)"
     else:
         allowed = _allowed_seconds(goal)
@@ -86,7 +88,7 @@ def _allowed_seconds(goal: Goal) -> float | None:
     if slo.e2e_ms is not None:
         return slo.e2e_ms / 1e3
     if slo.ttft_ms is not None and slo.tpot_ms is not None:
-        return (slo.ttft_ms + slo.tpot_ms * max(goal.osl - 1, 0)) / 1e3
+        return request_ms(slo.ttft_ms, slo.tpot_ms, goal.osl) / 1e3
     return None
 
 

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from stackselect_domain.slo import judge
+from stackselect_domain.slo import judge, request_ms
 from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED, StepTimeProvider
 
 from apps.catalog.choices import ProjectStatus
@@ -102,10 +102,6 @@ class Throughput:
         return self.batch * self.stages
 
 
-def _e2e_ms(latency: LatencyEstimate, osl: int) -> float:
-    return latency.ttft_ms + latency.tpot_ms * max(osl - 1, 0)
-
-
 class Ranker:
     def __init__(
         self,
@@ -165,7 +161,7 @@ class Ranker:
             ok=[True],
             ttft_ms=[latency.ttft_ms],
             tpot_ms=[latency.tpot_ms],
-            e2e_ms=[_e2e_ms(latency, self.goal.osl)],
+            e2e_ms=[request_ms(latency.ttft_ms, latency.tpot_ms, self.goal.osl)],
         )
         return bool(verdict.passed)
 
@@ -191,7 +187,11 @@ class Ranker:
             upper = min(self._memory(stack).max_concurrent_sequences, max_seqs) // stages
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
-            rps = best * stages / (_e2e_ms(latency, self.goal.osl) / 1e3) if latency else 0.0
+            rps = (
+                best * stages / (request_ms(latency.ttft_ms, latency.tpot_ms, self.goal.osl) / 1e3)
+                if latency
+                else 0.0
+            )
             self._throughput[key] = Throughput(best, latency, rps, stages)
         return self._throughput[key]
 
