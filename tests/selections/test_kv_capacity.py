@@ -176,3 +176,26 @@ def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(
             int, re.search(r"(\d+) expert groups of this layout \((\d+) GPUs\)", message).groups()
         )
         assert gpus == 8 * units  # whole groups of eight GPUs, never single replicas
+
+
+def test_the_memory_fix_says_when_the_peak_rate_needs_more_gpus_than_memory_does(
+    catalog, alice, acme, goal_payload
+):
+    # 4 req/s of 8k-token requests: a few replicas hold the sequences in memory, but each serves
+    # far fewer than its share within a 60 ms TPOT, so the row's two GPU counts differ
+    payload = _long_context_goal(goal_payload, 1)
+    payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 4}
+    payload["slo"].update(tpot_ms=60, e2e_ms=900_000)
+
+    selection = _compute(alice, acme, payload)
+
+    row = _vllm_row(selection)
+    hint = next(h for h in row.hints if h["code"] == "kv_capacity_short")
+    units, gpus = map(
+        int, re.search(r"(\d+) replicas of this layout \((\d+) GPUs\)", hint["message"]).groups()
+    )
+    assert units == gpus < row.estimate["gpus_for_peak"]
+    assert hint["message"].endswith(
+        f", but the peak rate needs {row.estimate['gpus_for_peak']} GPUs within the SLO "
+        f"({row.estimate['label']})."
+    )

@@ -135,8 +135,25 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
         units = math.ceil(needed / per_unit)
         gpus = units * layout.unit_gpus
         what = "replicas" if layout.unit_gpus == layout.replica_gpus else "expert groups"
-        found.append(f"{units} {what} of this layout ({gpus} GPUs) would hold {needed}")
+        found.append(
+            f"{units} {what} of this layout ({gpus} GPUs) would hold {needed}"
+            + _sized_beyond(verdict.estimate or {}, gpus)
+        )
     return found
+
+
+def _sized_beyond(estimate: Mapping[str, Any], gpus: int) -> str:
+    """Where the load needs more GPUs than memory does, say so beside the memory fix: the row
+    states both counts, and the smaller one holds the sequences without serving them in time."""
+    for key, what in (
+        ("gpus_for_peak", "the peak rate"),
+        ("gpus_for_clients", "the goal's clients"),
+    ):
+        sized = estimate.get(key)
+        if sized and sized > gpus:
+            method = estimate.get("label") or "method not recorded"
+            return f", but {what} needs {sized} GPUs within the SLO ({method})"
+    return ""
 
 
 def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
