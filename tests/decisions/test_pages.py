@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from django.contrib.staticfiles import finders
 from django.urls import reverse
 
 from apps.decisions import services
+from apps.decisions.export import estimate_text
 from apps.decisions.tasks import sweep
 from tests.decisions.factories import accepted, draft, measured_by_runner
 
@@ -46,6 +48,31 @@ def test_the_record_page_shows_predicted_against_measured(
     assert ttft["ratio"] == pytest.approx(1.25)
     page = alice_client.get(reverse("decisions:detail", args=[record.pk])).content.decode()
     assert "<td>ttft_ms</td><td>80.000</td><td>100.000</td><td>1.25</td>" in page
+
+
+def test_the_record_page_words_each_prediction_as_the_export_does_zero_included(
+    alice_client, acme, alice, approver_bob, selection
+):
+    band = {"band": {"p10": -0.5, "p90": 1.0}, "rows": 299, "covers_stack": False}
+    selection.candidates.filter(rank=1).update(
+        estimate={
+            "goodput_per_gpu_rps": 0.0,
+            "label": "roofline, simulated",
+            "latency": {"ttft_ms": 80.0, "tpot_ms": 20.0, "label": "roofline, analytic"},
+            "error_band": {"ttft_ms": {**band, "measured_for": None}},
+        }
+    )
+    record = accepted(alice, approver_bob, acme, selection)
+
+    page = alice_client.get(reverse("decisions:detail", args=[record.pk])).content.decode()
+
+    first = next(entry for entry in record.candidates if entry["rank"] == 1)
+    assert first["estimate"]["goodput_per_gpu_rps"] == 0.0
+    assert html.escape(estimate_text(first["estimate"])) in page
+    assert "0 req/s per GPU (roofline, simulated); TTFT 80 ms, TPOT 20 ms (roofline, analytic)" in (
+        html.unescape(page)
+    )
+    assert "so no measured bound for it" in page
 
 
 def test_a_fired_trigger_shows_as_a_notification_and_a_badge(

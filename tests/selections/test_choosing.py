@@ -5,6 +5,7 @@ four chosen candidates side by side."""
 from __future__ import annotations
 
 import pytest
+from django.template.defaultfilters import pluralize
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import Accelerator
@@ -205,6 +206,16 @@ def test_two_to_four_chosen_candidates_are_compared_side_by_side(wide, alice_cli
     assert page.count('data-field="backends"') == count
     assert page.count('data-field="estimate"') == count
     assert "method: " in page
+
+
+def test_the_compare_view_names_the_method_beside_each_gpu_count(wide, alice_client):
+    picks = choose(alice_client, wide, [1, 7])
+
+    page = compare(alice_client, wide, picks).content.decode()
+
+    for candidate in picks:
+        gpus, label = candidate.estimate["gpus_for_peak"], candidate.estimate["label"]
+        assert f"{gpus} GPU{pluralize(gpus)} for the peak rate ({label})" in page
 
 
 def test_the_compare_view_shows_each_kernel_backend(wide, alice_client):

@@ -1,0 +1,18 @@
+"""A record's figures worded once, for its pages and its Markdown export alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+
+from apps.decisions.export import estimate_text
+
+register = template.Library()
+
+
+@register.filter(name="estimate_text")
+def estimate_text_filter(estimate: Mapping[str, Any] | None) -> str:
+    """A candidate's predicted figures, each with its method and band, as the export says them."""
+    return estimate_text(estimate or {})
