@@ -17,6 +17,7 @@ from apps.decisions.comparison_text import comparison_lines
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
+from apps.selections.error_bands import OUTSIDE_BAND
 
 
 def username_of(user: Any) -> str | None:
@@ -161,11 +162,6 @@ def estimate_text(estimate: Mapping[str, Any]) -> str:
     if bands := latency_bands_text(estimate.get("error_band") or {}):
         parts.append(bands)
     return "; ".join(parts) or "no prediction"
-
-
-OUTSIDE_BAND = (
-    "measured on other engines or hardware than this stack's, so no measured bound for it"
-)
 
 
 def latency_bands_text(bands: Mapping[str, Any]) -> str:
