@@ -417,6 +417,11 @@ class CandidateFilterForm(forms.Form):
     accelerator = forms.CharField(required=False)
     precision = forms.CharField(required=False)
     gpu_count = forms.IntegerField(required=False, min_value=1, label="GPU count")
+    layers = forms.ChoiceField(
+        required=False,
+        label="Serving layers",
+        choices=[("", "any"), *selectors.LAYER_CHOICES.items()],
+    )
     code = forms.CharField(required=False, label="Reason code")
 
 

@@ -20,6 +20,13 @@ GROUP_EXAMPLES = 3
 CHART_CURVES = 5
 # Filters on the candidate list, by query parameter -> key of Candidate.stack.
 STACK_FILTERS = {"engine": "engine", "accelerator": "accelerator", "precision": "precision"}
+# A serving layer (an orchestrator or a KV layer) over an engine repeats the engine's figures:
+# the lists can show the engines alone, or only the stacks with a layer.
+LAYERS_NONE, LAYERS_ONLY = "none", "only"
+LAYER_CHOICES = {
+    LAYERS_NONE: "the engine alone (no serving layer)",
+    LAYERS_ONLY: "with a serving layer only",
+}
 
 
 def selections_of(*, team: Any) -> QuerySet[Selection]:
@@ -64,7 +71,8 @@ def traces_of(*, selection: Selection) -> QuerySet[WorkloadTrace]:
 def candidates_filtered(
     *, selection: Selection, outcome: str, params: Mapping[str, str] | None = None
 ) -> QuerySet[Candidate]:
-    """Candidates of one outcome, filtered by stack fields and, for dropped ones, reason code.
+    """Candidates of one outcome, filtered by stack fields, serving layers (`layers`: "none"
+    or "only") and, for dropped ones, reason code.
 
     Reads only the JSON columns the lists show, so no foreign row is fetched.
     """
@@ -81,6 +89,10 @@ def candidates_filtered(
         candidates = candidates.alias(stack_text=Cast("stack", TextField())).filter(
             stack_text__icontains=params["q"]
         )
+    if params.get("layers") == LAYERS_NONE:
+        candidates = candidates.filter(stack__layers=[])
+    elif params.get("layers") == LAYERS_ONLY:
+        candidates = candidates.exclude(stack__layers=[])
     if outcome == CandidateOutcome.DROPPED and params.get("code"):
         # The quoted code matches a JSON string value on every database backend.
         candidates = candidates.filter(reasons__icontains=f'"{params["code"]}"')

@@ -200,6 +200,35 @@ def test_the_candidate_list_filters_by_engine_and_reason_code(
     )
 
 
+def test_the_candidate_list_lists_the_engines_alone_or_only_stacks_with_a_serving_layer(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    # 64 clients of 8k tokens overflow one H200's KV cache, so KV layers are composed
+    goal_payload["workload"].update(
+        model="llama-3.1-70b",
+        precision="fp8",
+        isl={"kind": "fixed", "value": 7168},
+        osl={"kind": "fixed", "value": 1024},
+        arrival={"concurrency": 64},
+        max_context=8192,
+    )
+    goal_payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
+    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    kept = selection.candidates.filter(outcome="kept")
+    alone = [c for c in kept if not c.stack["layers"]]
+    assert 0 < len(alone) < kept.count()
+    body = alice_client.get(f"{URL}{selection.pk}/candidates/?layers=none&page_size=500").json()
+    assert body["kept_count"] == len(alone)
+    assert {tuple(row["stack"]["layers"]) for row in body["kept"]} == {()}
+    body = alice_client.get(f"{URL}{selection.pk}/candidates/?layers=only").json()
+    assert body["kept_count"] == kept.count() - len(alone)
+    refused = alice_client.get(f"{URL}{selection.pk}/candidates/?layers=some")
+    assert refused.status_code == 400 and "layers" in refused.json()
+
+
 def test_the_candidate_list_query_count_does_not_grow_with_the_page(
     catalog, alice, acme, alice_client, goal_payload, django_assert_max_num_queries
 ):

@@ -148,6 +148,19 @@ def test_the_plan_page_filters_by_stack_field(wide, alice_client, query, field, 
     assert f"({len(expected)} matching)" in page
 
 
+@pytest.mark.parametrize(("value", "with_layer"), [("none", False), ("only", True)])
+def test_the_plan_page_lists_the_engines_alone_or_only_stacks_with_a_serving_layer(
+    wide, alice_client, value, with_layer
+):
+    kept = list(wide.candidates.filter(outcome="kept"))
+    expected = [c for c in kept if bool(c.stack["layers"]) is with_layer]
+    assert 0 < len(expected) < len(kept)
+
+    page = alice_client.get(f"/selections/{wide.pk}/plan/?layers={value}").content.decode()
+
+    assert f"({len(expected)} matching)" in page
+
+
 def test_the_plan_page_filters_by_precision_with_an_empty_state(wide, alice_client):
     url = f"/selections/{wide.pk}/plan/"
     count = wide.candidates.filter(outcome="kept").count()

@@ -603,6 +603,12 @@ class CandidateQuerySerializer(serializers.Serializer):
     )
     precision = WordChoiceField(choices=sorted(PRECISION_WORDS), required=False)
     gpu_count = serializers.IntegerField(min_value=1, max_value=MAX_GPUS, required=False)
+    layers = serializers.ChoiceField(
+        choices=sorted(selectors.LAYER_CHOICES),
+        required=False,
+        help_text="none: the engines alone; only: stacks with a serving layer (which repeat "
+        "their engine's figures).",
+    )
     code = serializers.CharField(
         max_length=80, required=False, help_text="Reason code (dropped stacks only)."
     )
