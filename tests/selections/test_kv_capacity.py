@@ -195,6 +195,8 @@ def test_the_memory_fix_says_when_the_peak_rate_needs_more_gpus_than_memory_does
         int, re.search(r"(\d+) replicas of this layout \((\d+) GPUs\)", hint["message"]).groups()
     )
     assert units == gpus < row.estimate["gpus_for_peak"]
+    # a wider layout is offered as a fix, but it is past the goal's limit of one GPU per stack
+    assert re.search(r"tp\d \(\d GPUs, past the goal's 1-GPU limit\) would hold", hint["message"])
     assert hint["message"].endswith(
         f", but the peak rate needs {row.estimate['gpus_for_peak']} GPUs within the SLO "
         f"({row.estimate['label']})."

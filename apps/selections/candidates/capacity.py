@@ -125,7 +125,10 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
         memory = _fits(judge.memory(stack.release, stack.accelerator, stack.precision, wider))
         if memory is not None and memory.max_concurrent_sequences * layout.dp >= needed:
             held = memory.max_concurrent_sequences * layout.dp
-            found.append(f"tp{tp} ({wider.gpus} GPUs) would hold {held}")
+            past = (
+                f", past the goal's {goal.max_gpus}-GPU limit" if wider.gpus > goal.max_gpus else ""
+            )
+            found.append(f"tp{tp} ({wider.gpus} GPUs{past}) would hold {held}")
             break
     memory = judge.memory_of(stack)
     per_replica = memory.max_concurrent_sequences if isinstance(memory, MemoryEstimate) else 0
