@@ -323,6 +323,34 @@ def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the
             assert above["score"] != below["score"] or keys_above < keys_below
 
 
+def test_a_tied_rows_figures_fold_under_a_summary_and_no_other_rows_do(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    # 64 clients of 8k tokens overflow one H200's KV cache: KV layers are composed over each
+    # engine, and a layer row ties with its engine's row on every ranked figure
+    goal_payload["workload"].update(
+        model="llama-3.1-70b",
+        precision="fp8",
+        isl={"kind": "fixed", "value": 7168},
+        osl={"kind": "fixed", "value": 1024},
+        arrival={"concurrency": 64},
+        max_context=8192,
+    )
+    goal_payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
+    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+
+    rows = _kept_rows(page)
+    tied = sum(row["tied"] == "1" for row in rows)
+    assert 0 < tied < len(rows)
+    assert page.count('<details data-field="tied-figures">') == tied
+    layered = selection.candidates.filter(outcome="kept").exclude(stack__layers=[]).count()
+    assert page.count("a serving layer over the same stack: the estimate does not model") == layered
+
+
 def test_the_candidate_page_shows_each_latencys_error_band_from_the_held_out_rows(
     catalog, alice, acme, alice_client, goal_payload
 ):

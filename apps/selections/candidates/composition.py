@@ -85,7 +85,8 @@ def _composed(base: Verdict, layer: EngineRelease, needs: dict[str, str], judge:
         stack=stack.with_layers((layer,)),
         hints=[*base.hints, hint],
         capability_ids=[*base.capability_ids, *(cell.id for _, _, cell in provided)],
-        estimate=dict(base.estimate or {}),
+        # the layer row repeats the figures of the stack below, so it ties with the row above
+        estimate={**(base.estimate or {}), "tied_with_above": True},
     )
 
 
