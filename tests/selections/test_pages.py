@@ -323,7 +323,7 @@ def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the
             assert above["score"] != below["score"] or keys_above < keys_below
 
 
-def test_a_tied_rows_figures_fold_under_a_summary_and_no_other_rows_do(
+def test_a_tied_rows_figures_and_a_layer_rows_repeated_hints_fold_under_a_summary(
     catalog, alice, acme, alice_client, goal_payload
 ):
     # 64 clients of 8k tokens overflow one H200's KV cache: KV layers are composed over each
@@ -349,6 +349,10 @@ def test_a_tied_rows_figures_fold_under_a_summary_and_no_other_rows_do(
     assert page.count('<details data-field="tied-figures">') == tied
     layered = selection.candidates.filter(outcome="kept").exclude(stack__layers=[]).count()
     assert page.count("a serving layer over the same stack: the estimate does not model") == layered
+    # a layer row shows its own hint; those of the stack below, which it repeats, fold away
+    layer_row = page.split('data-code="layer_composed"')[1].split("</tr>")[0]
+    assert layer_row.count('<details data-field="base-hints">') == 1
+    assert 'data-code="kv_capacity_short"' in layer_row.split('data-field="base-hints"')[1]
 
 
 def test_the_candidate_page_shows_each_latencys_error_band_from_the_held_out_rows(
