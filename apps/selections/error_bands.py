@@ -148,9 +148,6 @@ def write_bands(
 
 # ---------------------------------------------------------------- as estimates carry them
 
-OUTSIDE_BAND = (
-    "measured on other engines or hardware than this stack's, so no measured bound for it"
-)
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
 TEAM_FITTED_REASON = (
     "timed with factors fitted on the team's own runs; no held-out accuracy is measured for "
