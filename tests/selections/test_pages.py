@@ -321,6 +321,17 @@ def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the
         else:
             assert below["tied"] == "", (above, below)
             assert above["score"] != below["score"] or keys_above < keys_below
+    # data-parallel copies of one replica (no expert group spans them) repeat its figures: they
+    # fold under a summary
+    kept = selection.candidates.filter(outcome="kept").order_by("rank")[: len(rows)]
+    copies = [c for c in kept if c.stack["dp"] > 1 and c.stack["ep"] <= c.stack["tp"]]
+    assert copies and len(copies) < len(rows)
+    assert page.count('<details data-field="replica-copies">') == sum(
+        not c.estimate["tied_with_above"] for c in copies
+    )
+    copy = copies[0]
+    replica_gpus = copy.stack["gpu_count"] // copy.stack["dp"]
+    assert f"{copy.stack['dp']} copies of one {replica_gpus}-GPU replica" in page
 
 
 def test_a_tied_rows_figures_and_a_layer_rows_repeated_hints_fold_under_a_summary(
