@@ -23,3 +23,19 @@ def update_selection(*, user: Any, selection: Selection, payload: dict[str, Any]
     return services.selection_update(
         actor_user=user, selection=selection, data=document.validated_data
     )
+
+
+def kv_short_goal(payload: dict[str, Any]) -> dict[str, Any]:
+    """The goal payload made 64 clients of 8k-token Llama 3.1 70B FP8 requests on one H200: more
+    sequences than its KV cache holds, so KV layers are composed over each engine."""
+    payload["workload"].update(
+        model="llama-3.1-70b",
+        precision="fp8",
+        isl={"kind": "fixed", "value": 7168},
+        osl={"kind": "fixed", "value": 1024},
+        arrival={"concurrency": 64},
+        max_context=8192,
+    )
+    payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
+    payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
+    return payload

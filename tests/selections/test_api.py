@@ -17,7 +17,7 @@ from apps.selections.estimator import (
 )
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
-from tests.selections.helpers import create_selection
+from tests.selections.helpers import create_selection, kv_short_goal
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/selections/"
@@ -203,18 +203,7 @@ def test_the_candidate_list_filters_by_engine_and_reason_code(
 def test_the_candidate_list_lists_the_engines_alone_or_only_stacks_with_a_serving_layer(
     catalog, alice, acme, alice_client, goal_payload
 ):
-    # 64 clients of 8k tokens overflow one H200's KV cache, so KV layers are composed
-    goal_payload["workload"].update(
-        model="llama-3.1-70b",
-        precision="fp8",
-        isl={"kind": "fixed", "value": 7168},
-        osl={"kind": "fixed", "value": 1024},
-        arrival={"concurrency": 64},
-        max_context=8192,
-    )
-    goal_payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
-    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
-    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    selection = create_selection(user=alice, team=acme, payload=kv_short_goal(goal_payload))
     services.candidates_compute(actor_user=alice, selection=selection)
 
     kept = selection.candidates.filter(outcome="kept")

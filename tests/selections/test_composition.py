@@ -9,7 +9,7 @@ import pytest
 from apps.catalog.models import Engine
 from apps.selections import services
 from apps.selections.choices import CandidateOutcome
-from tests.selections.helpers import create_selection
+from tests.selections.helpers import create_selection, kv_short_goal
 
 pytestmark = pytest.mark.django_db
 LAYERS = {"dynamo", "llm-d", "ray-serve-llm", "kserve", "lmcache", "mooncake"}
@@ -37,25 +37,12 @@ def _pd_goal(payload):
     payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=8)
 
 
-def _kv_short_goal(payload):
-    payload["workload"].update(
-        model="llama-3.1-70b",
-        precision="fp8",
-        isl={"kind": "fixed", "value": 7168},
-        osl={"kind": "fixed", "value": 1024},
-        arrival={"concurrency": 64},
-        max_context=8192,
-    )
-    payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
-    payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
-
-
 def test_every_orchestrator_and_kv_layer_is_composed_for_a_goal_that_needs_it(
     catalog, alice, acme, goal_payload
 ):
     _pd_goal(goal_payload)
     pd = _kept(alice, acme, goal_payload)
-    _kv_short_goal(goal_payload)
+    kv_short_goal(goal_payload)
     goal_payload["title"] = "Long context"
     kv = _kept(alice, acme, goal_payload)
 

@@ -15,7 +15,7 @@ from apps.selections.error_bands import error_band
 from apps.selections.models import Selection
 from apps.selections.tasks import compute_candidates
 from tests.figures import page_figures
-from tests.selections.helpers import create_selection, update_selection
+from tests.selections.helpers import create_selection, kv_short_goal, update_selection
 from tests.selections.test_traces import CSV
 
 pytestmark = pytest.mark.django_db
@@ -337,19 +337,8 @@ def test_the_candidate_page_shows_each_numbers_method_and_no_row_ties_but_by_the
 def test_a_tied_rows_figures_and_a_layer_rows_repeated_hints_fold_under_a_summary(
     catalog, alice, acme, alice_client, goal_payload
 ):
-    # 64 clients of 8k tokens overflow one H200's KV cache: KV layers are composed over each
-    # engine, and a layer row ties with its engine's row on every ranked figure
-    goal_payload["workload"].update(
-        model="llama-3.1-70b",
-        precision="fp8",
-        isl={"kind": "fixed", "value": 7168},
-        osl={"kind": "fixed", "value": 1024},
-        arrival={"concurrency": 64},
-        max_context=8192,
-    )
-    goal_payload["slo"] = {"ttft_ms": 20000, "tpot_ms": 500, "percentile": 99, "attainment": 0.9}
-    goal_payload["constraints"].update(accelerators=["h200-sxm"], max_gpus=1)
-    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    # KV layers are composed over each engine, and a layer row ties with its engine's row
+    selection = create_selection(user=alice, team=acme, payload=kv_short_goal(goal_payload))
     services.candidates_compute(actor_user=alice, selection=selection)
 
     page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
