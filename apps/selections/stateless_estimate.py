@@ -87,12 +87,15 @@ def stateless_estimate(
     dp: int | None = None,
     pp: int = 1,
 ) -> dict[str, Any]:
-    """One replica of tp x pp GPUs (dp = gpu_count / (tp x pp) replicas side by side share
-    nothing). A pp-stage replica keeps pp micro-batches in flight (steady_state.micro_batch_config):
-    the clients, the arrival rate and the sequence limit split among them, each step carries one
-    micro-batch through every stage, and the replica's throughput counts them all.
+    """The load (`concurrency` clients or `rate_rps`) is the whole deployment's, as a goal's
+    and a published row's are: it splits evenly over the dp = gpu_count / (tp x pp) replicas
+    (attention-data-parallel ranks included), and one replica of tp x pp GPUs is simulated with
+    its share. A pp-stage replica keeps pp micro-batches in flight
+    (steady_state.micro_batch_config): its share, the arrival rate and the sequence limit split
+    among them, and each step carries one micro-batch through every stage. `throughput_rps` and
+    `max_concurrency_at_tpot_slo` count every replica; `per_replica` states the share.
 
-    Figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
+    Memory figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
     field that makes the layout impossible (tp that does not divide the heads, ...), and
     stack_capability.StackCannotRun the fields of a stack the catalog records as unable to run.
     """
@@ -139,7 +142,8 @@ def stateless_estimate(
         memory_basis=rule.basis if rule else MEMORY_BASIS_TOTAL,
     )
     factory = step_time_factory(stack)
-    batch = -(-(concurrency or 1) // pp)  # one micro-batch's share of the clients
+    schedulers = layout.dp * pp  # every replica's micro-batches share the load evenly
+    batch = -(-(concurrency or 1) // schedulers)  # one micro-batch's share of the clients
     latency = estimate_latency(**shared, concurrency=batch, step_time=factory)
     analytic = {
         "ttft_ms": latency.ttft_ms,
@@ -149,7 +153,7 @@ def stateless_estimate(
     max_concurrency = None
     if tpot_ms is not None:
         per_batch = max_concurrency_at_tpot(target_tpot_ms=tpot_ms, **shared, step_time=factory)
-        max_concurrency = per_batch * pp
+        max_concurrency = per_batch * schedulers
     provider = factory(batch, isl + osl / 2)
     note = method_note(stack)
     analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
@@ -162,6 +166,7 @@ def stateless_estimate(
         "fit_reason": memory.reason,
         "max_concurrency_at_tpot_slo": max_concurrency,
         "max_concurrency_method": analytic["method_label"],
+        "per_replica": _per_replica(layout, concurrency, rate_rps),
         "engine": engine or None,
         "engine_version": release.version if release else None,
         "backend": backend or None,
@@ -199,7 +204,7 @@ def stateless_estimate(
                 step_time=provider,
                 config=config,
                 slo=None,
-                rate_rps=rate_rps / pp if rate_rps is not None else None,
+                rate_rps=rate_rps / schedulers if rate_rps is not None else None,
                 concurrency=clients,
                 max_steps=MAX_SIMULATED_STEPS,
             )
@@ -218,7 +223,10 @@ def stateless_estimate(
         )
         answer.update(_method(method_record(provider, NATURE_SIMULATED, note)))
         answer["percentiles"] = percentiles
-        answer["throughput_rps"] = summary.throughput_rps * pp
+        # every micro-batch serves as the simulated one: an uneven split of the clients
+        # counts each client once, not the rounded-up share on every scheduler
+        served = schedulers if clients is None else (concurrency or 1) / clients
+        answer["throughput_rps"] = summary.throughput_rps * served
         answer["stationary"] = run.stationarity.stationary
         answer["stationarity"] = run.stationarity.reason
         answer["scheduler"] = scheduler_record(release, hardware)
@@ -229,6 +237,18 @@ def stateless_estimate(
         answer["method"], banded, engine=engine or None, vendor=hardware.vendor
     )
     return answer
+
+
+def _per_replica(
+    layout: Parallelism, concurrency: int | None, rate_rps: float | None
+) -> dict[str, Any]:
+    """One replica's GPUs and its share of the load (clients rounded up)."""
+    return {
+        "replicas": layout.dp,
+        "gpus": layout.replica_gpus,
+        "concurrency": -(-concurrency // layout.dp) if concurrency is not None else None,
+        "rate_rps": rate_rps / layout.dp if rate_rps is not None else None,
+    }
 
 
 def _method(record: dict[str, str]) -> dict[str, str]:

@@ -451,6 +451,53 @@ def test_the_estimate_refuses_pipeline_stages_that_do_not_divide_the_gpus(catalo
     assert "tp x pp must divide gpu_count" in response.json()["pp"][0]
 
 
+def test_the_estimates_load_is_the_whole_deployments_split_evenly_over_its_replicas(
+    catalog, alice_client
+):
+    unloaded = {k: v for k, v in PIPELINE_STACK.items() if k != "concurrency"}
+    one_gpu = {**unloaded, "gpu_count": 1, "tp": 1}
+    eight = {**one_gpu, "gpu_count": 8}
+
+    closed = [
+        _post(alice_client, "/api/v1/estimate/", {**one_gpu, "concurrency": 8}).json(),
+        _post(alice_client, "/api/v1/estimate/", {**eight, "concurrency": 64}).json(),
+    ]
+    opened = [
+        _post(alice_client, "/api/v1/estimate/", {**one_gpu, "rate_rps": 2}).json(),
+        _post(alice_client, "/api/v1/estimate/", {**eight, "rate_rps": 16}).json(),
+    ]
+
+    # 64 clients on 8 one-GPU replicas are 8 on each: one replica's latency, 8 times its output
+    for single, deployment in (closed, opened):
+        assert deployment["tpot_ms"] == pytest.approx(single["tpot_ms"])
+        assert deployment["ttft_ms"] == pytest.approx(single["ttft_ms"])
+        assert deployment["throughput_rps"] == pytest.approx(8 * single["throughput_rps"])
+    assert closed[1]["per_replica"] == {
+        "replicas": 8,
+        "gpus": 1,
+        "concurrency": 8,
+        "rate_rps": None,
+    }
+    assert opened[1]["per_replica"]["rate_rps"] == pytest.approx(2)
+    assert closed[1]["analytic"] == closed[0]["analytic"]
+    assert closed[1]["max_concurrency_at_tpot_slo"] is None
+
+
+def test_clients_that_do_not_split_evenly_are_each_counted_once_in_the_throughput(
+    catalog, alice_client
+):
+    even = {**PIPELINE_STACK, "gpu_count": 2, "tp": 1, "concurrency": 6, "tpot_ms": 50}
+    uneven = {**even, "concurrency": 5}
+
+    even, uneven = (_post(alice_client, "/api/v1/estimate/", p).json() for p in (even, uneven))
+
+    # 5 clients on 2 replicas simulate 3 on one; the deployment serves 5 clients' requests
+    assert uneven["per_replica"]["concurrency"] == 3
+    assert uneven["tpot_ms"] == pytest.approx(even["tpot_ms"])
+    assert uneven["throughput_rps"] == pytest.approx(even["throughput_rps"] * 5 / 6)
+    assert even["max_concurrency_at_tpot_slo"] % 2 == 0  # every replica's, each the same
+
+
 def test_an_estimate_for_more_clients_than_the_engine_admits_queues_them_at_a_steady_state(
     catalog, alice_client
 ):

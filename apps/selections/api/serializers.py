@@ -658,13 +658,15 @@ class EstimateInputSerializer(serializers.Serializer):
         min_value=1,
         max_value=4096,
         required=False,
-        help_text="Closed loop: simulate this many clients to a steady state.",
+        help_text="Closed loop: this many clients over all gpu_count GPUs, split evenly over "
+        "the dp replicas, simulated to a steady state.",
     )
     rate_rps = serializers.FloatField(
         min_value=0.001,
         max_value=100_000,
         required=False,
-        help_text="Open loop: simulate Poisson arrivals at this rate to a steady state.",
+        help_text="Open loop: Poisson arrivals at this rate over all gpu_count GPUs, split "
+        "evenly over the dp replicas, simulated to a steady state.",
     )
     tpot_ms = serializers.FloatField(min_value=0.001, required=False)
 
@@ -713,6 +715,17 @@ class MetricPercentilesSerializer(serializers.Serializer):
     ttft_ms = PercentilesSerializer(allow_null=True)
     tpot_ms = PercentilesSerializer(allow_null=True)
     e2e_ms = PercentilesSerializer(allow_null=True)
+
+
+class ReplicaShareSerializer(serializers.Serializer):
+    replicas = serializers.IntegerField(help_text="dp: replicas (or attention ranks) side by side.")
+    gpus = serializers.IntegerField(help_text="GPUs of one replica: tp x pp.")
+    concurrency = serializers.IntegerField(
+        allow_null=True, help_text="One replica's clients, rounded up; null for an open loop."
+    )
+    rate_rps = serializers.FloatField(
+        allow_null=True, help_text="One replica's arrival rate; null for a closed loop."
+    )
 
 
 class AnalyticFiguresSerializer(serializers.Serializer):
@@ -811,7 +824,9 @@ class EstimateOutputSerializer(serializers.Serializer):
     e2e_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean, or analytic.")
     percentiles = MetricPercentilesSerializer(allow_null=True)
     analytic = AnalyticFiguresSerializer()
-    throughput_rps = serializers.FloatField(required=False)
+    throughput_rps = serializers.FloatField(
+        required=False, help_text="Simulated only: requests completed per second by every replica."
+    )
     stationary = serializers.BooleanField(allow_null=True)
     stationarity = serializers.CharField(allow_null=True)
     scheduler = SchedulerSerializer(
@@ -826,9 +841,14 @@ class EstimateOutputSerializer(serializers.Serializer):
     published_note = serializers.CharField(
         allow_null=True, help_text="Why `published` is empty; null when it is not."
     )
-    max_concurrency_at_tpot_slo = serializers.IntegerField(allow_null=True)
+    max_concurrency_at_tpot_slo = serializers.IntegerField(
+        allow_null=True, help_text="Clients within tpot_ms over every replica."
+    )
     max_concurrency_method = serializers.CharField(
         help_text="Always the analytic estimate's method, whatever `nature` says."
+    )
+    per_replica = ReplicaShareSerializer(
+        help_text="The load is the deployment's; each of its replicas serves an even share."
     )
 
 
