@@ -300,6 +300,10 @@ DISAGGREGATED_WEIGHT = 2.0
 MAX_LOAD_WEIGHT = 2.0  # a row measured at maximum load, for a goal that states its load
 ENGINE_VERSION_WEIGHT = 1.0
 CONCURRENCY_WEIGHT = 0.5  # per doubling; ISL, OSL and each parallel degree weigh 1 per doubling
+# A row is near when it costs less than another precision: the stack's accelerator, engine and
+# precision, and lengths, layout, load and pools that together cost under 4 (four doublings).
+# A farther row is context for the stack, not a check of its prediction.
+NEAR_DISTANCE = PRECISION_WEIGHT
 HELD_OUT_NOTE = (
     "held out: no fitted factor used this row; the error bands are measured on rows like it"
 )
@@ -578,6 +582,7 @@ def published_entry(row: PublishedRowFacts, differences: list[str], distance: fl
         "prompt_load": _prompt_load_entry(load),
         "engine_batch": _engine_batch_entry(batch),
         "distance": round(distance, 3),
+        "near": distance < NEAR_DISTANCE,
         "differences": differences,
     }
 

@@ -314,3 +314,36 @@ def test_the_published_row_on_a_page_says_what_the_source_did_not_publish(overvi
     assert "maximum load (every request queued at once)" in page
     assert 'data-scenario="max_throughput"' in page
     assert UNFITTED_NOTE in html.unescape(page)
+
+
+def test_a_row_of_the_stacks_gpu_engine_and_precision_near_its_conditions_is_marked_near(
+    published, alice_client
+):
+    same = _estimate(alice_client, H100_STACK).json()["published"]
+    other_precision = _estimate(alice_client, {**H100_STACK, "precision": "fp8"}).json()
+
+    # the exact row differs by its engine version (1), the longer one by two doublings more (3)
+    assert [(row["source"]["row"], row["near"]) for row in same] == [
+        ("exact", True),
+        ("longer", True),
+    ]
+    # another precision costs 4: the same rows are context for an FP8 stack, not a check
+    assert [row["near"] for row in other_precision["published"]] == [False, False]
+
+
+def test_the_page_folds_published_rows_under_a_caution_when_none_is_near(published):
+    goal = replace(OVERVIEW_GOAL, model_slug="llama-3.1-8b", accelerator_slug="h100-sxm")
+    near_goal = replace(goal, engine_slug="vllm", precision="bf16", tp=1, isl=1024, osl=256)
+    far_goal = replace(near_goal, precision="fp8")
+
+    near, far = (
+        html.unescape(render_to_string(PUBLISHED_TEMPLATE, {"published_rows": rows}))
+        for rows in nearest_published_many([near_goal, far_goal])
+    )
+
+    assert 'data-field="published-far"' not in near
+    assert near.index('data-source-row="exact"') < near.index("<details>")
+    assert "No published row is near this stack's conditions" in far
+    assert far.index("<details>") < far.index('data-source-row="exact"')
+    assert "2 published rows under other conditions" in far
+    assert far.count("<details>") == far.count("</details>") == 1

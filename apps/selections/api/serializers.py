@@ -547,6 +547,11 @@ class PublishedRowSerializer(serializers.Serializer):
         "no batch or no clients.",
     )
     distance = serializers.FloatField(help_text="The ranking distance (docs/predictions.md).")
+    near = serializers.BooleanField(
+        help_text="The stack's accelerator, engine and precision, and lengths, layout and load "
+        "within about four doublings in all (distance under 4): a check of the prediction. A "
+        "row not near is context only."
+    )
     differences = serializers.ListField(
         child=serializers.CharField(), help_text="How its conditions differ from the request's."
     )
