@@ -190,6 +190,11 @@ class Parallelism:
         return math.lcm(self.tp, self.ep) * self.pp
 
     @property
+    def replicas_run_alone(self) -> bool:
+        """True when no expert group spans replicas, so each replica is a deployable unit."""
+        return self.unit_gpus == self.replica_gpus
+
+    @property
     def expert_ranks(self) -> int:
         """The GPUs a layer's routed experts are split over: the EP ranks, else the TP ranks."""
         return self.ep if self.ep > 1 else self.tp

@@ -137,7 +137,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
         per_unit = per_replica * (layout.unit_gpus // layout.replica_gpus)
         units = math.ceil(needed / per_unit)
         gpus = units * layout.unit_gpus
-        what = "replicas" if layout.unit_gpus == layout.replica_gpus else "expert groups"
+        what = "replicas" if layout.replicas_run_alone else "expert groups"
         found.append(
             f"{units} {what} of this layout ({gpus} GPUs) would hold {needed}"
             + _sized_beyond(verdict.estimate or {}, gpus)
