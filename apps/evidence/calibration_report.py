@@ -66,7 +66,8 @@ def measured_figures(evidence: CandidateEvidence, concurrency: float) -> dict[st
 
 
 def predicted_figures(candidate: Candidate) -> tuple[dict[str, float], float]:
-    """The estimate's TTFT/TPOT and goodput per GPU, and the concurrency they hold at."""
+    """The estimate's TTFT/TPOT and goodput per GPU, and the requests in flight in one replica
+    they hold at."""
     estimate = candidate.estimate or {}
     latency = estimate.get("latency") or {}
     predicted = {
@@ -79,6 +80,14 @@ def predicted_figures(candidate: Candidate) -> tuple[dict[str, float], float]:
 
 def _parallelism(stack: Mapping[str, Any]) -> Parallelism:
     return Parallelism(**{key: int(stack.get(key) or 1) for key in ("tp", "pp", "ep", "dp")})
+
+
+def _micro_batch(stack: Mapping[str, Any], in_flight: float) -> int:
+    """One micro-batch's share of `in_flight` requests of the whole deployment: a run's load
+    spreads over its dp replicas, each of pp micro-batches, and the estimator's latency is
+    one micro-batch's (as the candidate list's and /estimate's are)."""
+    layout = _parallelism(stack)
+    return max(1, round(in_flight / (layout.dp * layout.pp)))
 
 
 def _measurements(
@@ -99,7 +108,7 @@ def _measurements(
                 parallelism=_parallelism(candidate.stack),
                 isl=isl,
                 osl=osl,
-                concurrency=max(1, round(point.in_flight)),
+                concurrency=_micro_batch(candidate.stack, point.in_flight),
                 ttft_ms=ttft,
                 tpot_ms=tpot,
                 kv_dtype=selection.workload.get("kv_dtype"),
@@ -161,9 +170,10 @@ def fits(
 
 
 def _calibrated(
-    selection: Selection, candidate: Candidate, fit: Fit, concurrency: float
+    selection: Selection, candidate: Candidate, fit: Fit, in_flight: float
 ) -> dict[str, float]:
-    """The candidate's TTFT/TPOT re-estimated with the refitted factors."""
+    """The candidate's TTFT/TPOT re-estimated with the refitted factors, at `in_flight`
+    requests of the whole deployment."""
     isl, osl = _lengths(selection)
     estimate = estimate_latency(
         model=model_arch(selection.model),
@@ -173,7 +183,7 @@ def _calibrated(
         parallelism=_parallelism(candidate.stack),
         isl=isl,
         osl=osl,
-        concurrency=max(1, round(concurrency)),
+        concurrency=_micro_batch(candidate.stack, in_flight),
         efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
     )
     return {"ttft_ms": estimate.ttft_ms, "tpot_ms": estimate.tpot_ms}
@@ -183,8 +193,10 @@ def _error_rows(
     selection: Selection, entry: CandidateEvidence, candidate: Candidate, fit: Fit | None
 ) -> list[dict[str, Any]]:
     predicted, concurrency = predicted_figures(candidate)
-    rows = predicted_vs_measured(predicted, measured_figures(entry, concurrency))
-    calibrated = _calibrated(selection, candidate, fit, concurrency) if fit else {}
+    # the prediction holds at one replica's requests in flight; a run measures the deployment's
+    deployment = concurrency * _parallelism(candidate.stack).dp
+    rows = predicted_vs_measured(predicted, measured_figures(entry, deployment))
+    calibrated = _calibrated(selection, candidate, fit, deployment) if fit else {}
     for row in rows:
         row["error"] = row["ratio"] - 1
         after = calibrated.get(str(row["metric"]))

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 
+from apps.evidence.ingest import ingest_upload
 from apps.evidence.selectors import measured_by_candidate, selection_evidence
-from tests.evidence.factories import measured_attempt
+from tests.evidence.factories import (
+    attempt_for,
+    measured_attempt,
+    plan_for,
+    result_upload,
+    selection_with_candidates,
+)
 from tests.evidence.samples import streamed
 
 ESTIMATE = {
@@ -53,3 +61,46 @@ def test_the_selections_hook_gets_the_rows_of_measured_candidates_only(
 
     assert set(rows) == {estimated.pk}
     assert {row["metric"] for row in rows[estimated.pk]} >= {"ttft_ms", "tpot_ms"}
+
+
+def _measured_at(acme, alice, rows, *, replicas: int, clients: tuple[int, int]):
+    """A candidate of `replicas` one-H100 replicas side by side, its estimate holding at 2
+    requests in flight per replica, measured at two closed-loop loads: TTFT 0.1 s at the first,
+    0.3 s at the second. Returns the selection's calibration report."""
+    layout = ("h100-sxm", replicas, "bf16")
+    selection = selection_with_candidates(acme, alice, rows, layouts=[layout])
+    candidate = selection.candidates.get()
+    candidate.stack = {**candidate.stack, "tp": 1, "dp": replicas}
+    candidate.estimate = {**ESTIMATE, "latency": {**ESTIMATE["latency"], "concurrency": 2}}
+    candidate.save(update_fields=["stack", "estimate"])
+    plan = plan_for(selection, load_points=[{"concurrency": count} for count in clients])
+    attempt = attempt_for(plan, candidate)
+    for point, ttft_s in zip(plan.load_points, (0.1, 0.3), strict=True):
+        records = [streamed(i, ttft_s=ttft_s, gaps=[0.02, 0.02]) for i in range(4)]
+        with transaction.atomic():
+            ingest_upload(upload=result_upload(attempt, records, load_point=point))
+    return selection_evidence(team=acme, selection_id=selection.pk).calibration
+
+
+def test_a_deployment_of_replicas_is_compared_at_its_whole_load_with_one_replicas_prediction(
+    acme, alice, rows
+):
+    report = _measured_at(acme, alice, rows, replicas=2, clients=(2, 4))
+
+    (error,) = report.errors
+    ttft = {row["metric"]: row for row in error.rows}["ttft_ms"]
+    # 2 in flight on each of 2 replicas is the run of 4 clients, not the run of 2
+    assert ttft["measured"] == pytest.approx(300.0)
+
+
+def test_replicas_measured_at_twice_the_clients_fit_as_one_replica_measured_at_its_share(
+    acme, alice, rows
+):
+    one = _measured_at(acme, alice, rows, replicas=1, clients=(1, 2))
+    two = _measured_at(acme, alice, rows, replicas=2, clients=(2, 4))
+
+    (fit_one,), (fit_two,) = one.fits, two.fits
+    assert fit_two.compute != fit_two.base_compute  # the fit moved: it read the measurements
+    assert (fit_two.compute, fit_two.bandwidth) == pytest.approx(
+        (fit_one.compute, fit_one.bandwidth)
+    )
