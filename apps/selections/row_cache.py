@@ -35,6 +35,7 @@ ROW_TEMPLATES = (
     "selections/_band_outside.html",
     "selections/_published.html",
     "selections/_hint_item.html",
+    "selections/_latency_line.html",
 )
 TIMEOUT_S = 24 * 3600
 # `{% load facts %}`: the tag libraries a template uses; their modules' sources are in the key.

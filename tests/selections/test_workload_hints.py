@@ -146,6 +146,30 @@ def test_speculative_decoding_is_suggested_when_tpot_binds_and_not_when_it_is_lo
     assert not any(_hints(row, "speculative_decoding") for row in loose)
 
 
+def test_a_hint_quoting_one_replicas_load_on_a_stack_of_replicas_says_it_is_per_replica(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=2)
+    goal_payload["slo"].update(tpot_ms=12, ttft_ms=5000)
+    goal_payload["slo"].pop("e2e_ms")
+
+    kept = _kept(alice, acme, goal_payload)
+    page = alice_client.get(f"/selections/{kept[0].selection_id}/candidates/").content.decode()
+
+    hinted = [row for row in kept if _hints(row, "speculative_decoding")]
+    copies = [row for row in hinted if row.stack["dp"] == 2]
+    single = [row for row in hinted if row.stack["dp"] == 1]
+    assert copies and single
+    for row in copies:
+        (message,) = _hints(row, "speculative_decoding")
+        in_flight = row.estimate["latency"]["concurrency"]
+        assert f"at {in_flight} in flight per replica the estimate" in message
+        assert f"at {in_flight} in flight per replica ({2 * in_flight} over the 2 replicas)" in page
+    for row in single:
+        (message,) = _hints(row, "speculative_decoding")
+        assert "per replica" not in message
+
+
 def test_tensorrt_llm_is_told_it_refuses_prompts_over_its_budget_and_vllm_is_not(
     catalog, alice, acme, goal_payload
 ):

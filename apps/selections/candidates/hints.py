@@ -177,9 +177,10 @@ def _speculative(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None:
     if tpot_share < TPOT_BINDING_SHARE or tpot_share < ttft_share:
         return None
     stack = verdict.stack
+    per_replica = " per replica" if stack.layout.dp > 1 else ""
     return Reason(
         "speculative_decoding",
-        f"TPOT binds: at {latency['concurrency']} in flight the estimate is "
+        f"TPOT binds: at {latency['concurrency']} in flight{per_replica} the estimate is "
         f"{latency['tpot_ms']:.1f} ms per token {_method(latency)}, {tpot_share:.0%} of the "
         f"{slo.tpot_ms:g} ms target, while TTFT uses {ttft_share:.0%} of its budget. "
         f"Speculative decoding ({_maturity(judge, stack, 'speculative_decoding')} in "
