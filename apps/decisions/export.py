@@ -18,6 +18,7 @@ from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 from apps.selections.templatetags.bands import OUTSIDE_BAND
+from apps.selections.templatetags.layouts import in_flight
 
 
 def username_of(user: Any) -> str | None:
@@ -155,8 +156,10 @@ def estimate_text(estimate: Mapping[str, Any]) -> str:
         if estimate.get(key):
             parts.append(f"{estimate[key]} GPUs for {what} ({goodput_method})")
     if estimate.get("ttft_ms") is not None and estimate.get("tpot_ms") is not None:
+        at = estimate.get("latency_in_flight")
+        point = f" at {in_flight(at, estimate.get('replicas') or 1)}" if at else ""
         parts.append(
-            f"TTFT {estimate['ttft_ms']:.4g} ms, TPOT {estimate['tpot_ms']:.3g} ms "
+            f"TTFT {estimate['ttft_ms']:.4g} ms, TPOT {estimate['tpot_ms']:.3g} ms{point} "
             f"({estimate.get('latency_method') or unknown})"
         )
     if bands := latency_bands_text(estimate.get("error_band") or {}):

@@ -101,6 +101,8 @@ def _estimate(candidate: Candidate) -> dict[str, Any]:
         "ttft_ms": latency.get("ttft_ms"),
         "tpot_ms": latency.get("tpot_ms"),
         "latency_method": latency.get("label"),
+        "latency_in_flight": latency.get("concurrency"),
+        "replicas": (candidate.stack or {}).get("dp") or 1,
         "error_band": estimate.get("error_band"),
     }
 

@@ -185,6 +185,19 @@ def test_a_candidate_without_a_figure_shows_none_rather_than_zero():
     assert partial == "TTFT 180 ms, TPOT 21 ms (method not recorded)"
 
 
+def test_the_export_says_at_what_load_a_latency_holds_per_replica_on_a_stack_of_replicas():
+    figures = {"ttft_ms": 180.0, "tpot_ms": 21.0, "latency_method": "roofline, analytic"}
+
+    one = estimate_text({**figures, "latency_in_flight": 56, "replicas": 1})
+    four = estimate_text({**figures, "latency_in_flight": 56, "replicas": 4})
+
+    assert one == "TTFT 180 ms, TPOT 21 ms at 56 in flight (roofline, analytic)"
+    assert four == (
+        "TTFT 180 ms, TPOT 21 ms at 56 in flight per replica (224 over the 4 replicas) "
+        "(roofline, analytic)"
+    )
+
+
 def band(covers_stack: bool | None) -> dict:
     return {
         "band": {"p10": -0.4, "p90": 0.6},

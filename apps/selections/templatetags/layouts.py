@@ -17,3 +17,12 @@ def copies_of_one_replica(stack: dict[str, Any]) -> int:
     row shows), else 0: one replica, or replicas that share an expert group."""
     layout = Parallelism(tp=stack["tp"], pp=stack["pp"], ep=stack["ep"], dp=stack["dp"])
     return layout.dp if layout.dp > 1 and layout.replicas_run_alone else 0
+
+
+@register.simple_tag
+def in_flight(count: int, replicas: int) -> str:
+    """A latency's operating point: one replica's requests in flight, and on a stack of
+    several replicas the deployment's count too (a reader takes a bare count for the whole)."""
+    if replicas > 1:
+        return f"{count} in flight per replica ({count * replicas} over the {replicas} replicas)"
+    return f"{count} in flight"
