@@ -28,12 +28,11 @@ from stackselect_domain.speculative import Speculative, speculative_frontend
 from apps.benchmarks.choices import RunMode
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
 from apps.selections.catalog_adapter import accelerator_spec, model_arch, scheduler_budgets
-from apps.selections.estimator import ModelArch, Parallelism, build_step_cost
+from apps.selections.estimator import LAYOUT_DEGREES, ModelArch, Parallelism, build_step_cost
 
 SIMULATED_ADAPTER = "simulated"
 # Our assumption for the MoE expert reads frozen into the step cost: a moderately loaded engine.
 TYPICAL_DECODE_BATCH = 16
-LAYOUT_KEYS = ("tp", "pp", "ep", "dp")
 
 
 def custom_model_arch(custom: Mapping[str, Any]) -> ModelArch:
@@ -66,11 +65,6 @@ def model_identity(model: ModelSpec | None, custom: Mapping[str, Any] | None) ->
     }
 
 
-def parallelism_of(stack: Mapping[str, Any]) -> Parallelism:
-    layout = {key: stack.get(key, 1) for key in LAYOUT_KEYS}
-    return Parallelism(**layout)
-
-
 def simulated_engine(
     *,
     stack: Mapping[str, Any],
@@ -87,7 +81,7 @@ def simulated_engine(
         accel=accelerator_spec(accelerator),
         precision=str(stack["precision"]),
         kv_dtype=kv_dtype,
-        parallelism=parallelism_of(stack),
+        parallelism=Parallelism.of_stack(stack),
         decode_batch=TYPICAL_DECODE_BATCH,
         context=max(mean_context, 1.0),
     )
@@ -120,7 +114,7 @@ def real_engine(
     options: dict[str, Any] = {
         "precision": str(stack["precision"]),
         "kv_dtype": kv_dtype,
-        **{key: stack.get(key, 1) for key in LAYOUT_KEYS},
+        **{key: stack.get(key, 1) for key in LAYOUT_DEGREES},
     }
     if speculative is not None:
         options["speculative"] = speculative.as_dict()

@@ -78,16 +78,11 @@ def predicted_figures(candidate: Candidate) -> tuple[dict[str, float], float]:
     return predicted, float(latency.get("concurrency") or 1)
 
 
-def _parallelism(stack: Mapping[str, Any]) -> Parallelism:
-    return Parallelism(**{key: int(stack.get(key) or 1) for key in ("tp", "pp", "ep", "dp")})
-
-
 def _micro_batch(stack: Mapping[str, Any], in_flight: float) -> int:
     """One micro-batch's share of `in_flight` requests of the whole deployment: a run's load
     spreads over its dp replicas, each of pp micro-batches, and the estimator's latency is
     one micro-batch's (as the candidate list's and /estimate's are)."""
-    layout = _parallelism(stack)
-    return max(1, round(in_flight / (layout.dp * layout.pp)))
+    return max(1, round(in_flight / Parallelism.of_stack(stack).schedulers))
 
 
 def _measurements(
@@ -105,7 +100,7 @@ def _measurements(
                 model=model,
                 accel=accel,
                 precision=str(candidate.stack.get("precision")),
-                parallelism=_parallelism(candidate.stack),
+                parallelism=Parallelism.of_stack(candidate.stack),
                 isl=isl,
                 osl=osl,
                 concurrency=_micro_batch(candidate.stack, point.in_flight),
@@ -180,7 +175,7 @@ def _calibrated(
         accel=accelerator_spec(candidate.accelerator),
         precision=str(candidate.stack.get("precision")),
         kv_dtype=selection.workload.get("kv_dtype"),
-        parallelism=_parallelism(candidate.stack),
+        parallelism=Parallelism.of_stack(candidate.stack),
         isl=isl,
         osl=osl,
         concurrency=_micro_batch(candidate.stack, in_flight),
@@ -194,7 +189,7 @@ def _error_rows(
 ) -> list[dict[str, Any]]:
     predicted, concurrency = predicted_figures(candidate)
     # the prediction holds at one replica's requests in flight; a run measures the deployment's
-    deployment = concurrency * _parallelism(candidate.stack).dp
+    deployment = concurrency * Parallelism.of_stack(candidate.stack).dp
     rows = predicted_vs_measured(predicted, measured_figures(entry, deployment))
     calibrated = _calibrated(selection, candidate, fit, deployment) if fit else {}
     for row in rows:

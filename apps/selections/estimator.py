@@ -9,8 +9,9 @@ assumption is a named, documented parameter.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from stackselect_domain.precision import (
     kv_bytes_per_element,
@@ -27,6 +28,7 @@ from stackselect_domain.steptime import (
 )
 from stackselect_domain.vocabulary import ATTENTION_KINDS
 
+LAYOUT_DEGREES = ("tp", "pp", "ep", "dp")
 ACTIVATION_BYTES = 2  # activations travel between ranks in 16-bit
 GB = 1e9
 
@@ -173,9 +175,22 @@ class Parallelism:
             _require(isinstance(value, int) and value >= 1, name, "must be a positive integer")
         _require((self.tp * self.dp) % self.ep == 0, "ep", "must divide tp * dp")
 
+    @classmethod
+    def of_stack(cls, stack: Mapping[str, Any]) -> Parallelism:
+        """The layout a stored stack names (Candidate.stack, a job's stack); a degree it omits
+        or leaves empty is 1, any other value is checked as given."""
+        degrees = {key: stack.get(key) for key in LAYOUT_DEGREES}
+        return cls(**{key: 1 if value is None else value for key, value in degrees.items()})
+
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
+
+    @property
+    def schedulers(self) -> int:
+        """How many micro-batches a deployment's load spreads over evenly: pp per replica (a
+        pipeline keeps one in flight per stage), on each of the dp replicas."""
+        return self.dp * self.pp
 
     @property
     def replica_gpus(self) -> int:

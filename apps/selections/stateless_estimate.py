@@ -142,8 +142,7 @@ def stateless_estimate(
         memory_basis=rule.basis if rule else MEMORY_BASIS_TOTAL,
     )
     factory = step_time_factory(stack)
-    schedulers = layout.dp * pp  # every replica's micro-batches share the load evenly
-    batch = -(-(concurrency or 1) // schedulers)  # one micro-batch's share of the clients
+    batch = -(-(concurrency or 1) // layout.schedulers)  # one micro-batch's share of the clients
     latency = estimate_latency(**shared, concurrency=batch, step_time=factory)
     analytic = {
         "ttft_ms": latency.ttft_ms,
@@ -153,7 +152,7 @@ def stateless_estimate(
     max_concurrency = None
     if tpot_ms is not None:
         per_batch = max_concurrency_at_tpot(target_tpot_ms=tpot_ms, **shared, step_time=factory)
-        max_concurrency = per_batch * schedulers
+        max_concurrency = per_batch * layout.schedulers
     provider = factory(batch, isl + osl / 2)
     note = method_note(stack)
     analytic["method_label"] = method_record(provider, NATURE_ANALYTIC)["label"]
@@ -204,7 +203,7 @@ def stateless_estimate(
                 step_time=provider,
                 config=config,
                 slo=None,
-                rate_rps=rate_rps / schedulers if rate_rps is not None else None,
+                rate_rps=rate_rps / layout.schedulers if rate_rps is not None else None,
                 concurrency=clients,
                 max_steps=MAX_SIMULATED_STEPS,
             )
@@ -225,7 +224,7 @@ def stateless_estimate(
         answer["percentiles"] = percentiles
         # every micro-batch serves as the simulated one: an uneven split of the clients
         # counts each client once, not the rounded-up share on every scheduler
-        served = schedulers if clients is None else (concurrency or 1) / clients
+        served = layout.schedulers if clients is None else (concurrency or 1) / clients
         answer["throughput_rps"] = summary.throughput_rps * served
         answer["stationary"] = run.stationarity.stationary
         answer["stationarity"] = run.stationarity.reason

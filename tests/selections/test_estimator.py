@@ -516,3 +516,22 @@ def test_a_layout_deploys_in_replicas_or_in_whole_expert_groups():
     assert Parallelism(tp=1, ep=8, dp=8).unit_gpus == 8  # eight replicas share the experts
     assert Parallelism(tp=2, ep=8, dp=4, pp=2).unit_gpus == 16
     assert Parallelism(tp=1, ep=4, dp=8).unit_gpus == 4  # two groups of four
+
+
+def test_a_stored_stack_names_its_layout_with_missing_or_empty_degrees_as_one():
+    stored = {"engine": "sglang", "tp": 2, "pp": 1, "ep": 8, "dp": 4, "precision": "fp8"}
+    assert Parallelism.of_stack(stored) == Parallelism(tp=2, ep=8, dp=4)
+    assert Parallelism.of_stack({"tp": 4, "dp": None}) == Parallelism(tp=4)
+
+
+def test_a_stored_stack_with_a_bad_degree_is_refused_not_read_as_one():
+    with pytest.raises(ValueError, match="dp: must be a positive integer"):
+        Parallelism.of_stack({"tp": 1, "dp": 0})
+    with pytest.raises(ValueError, match="ep: must divide tp"):
+        Parallelism.of_stack({"tp": 2, "ep": 3})
+
+
+def test_a_deployments_load_spreads_over_every_replicas_pipeline_micro_batches():
+    assert Parallelism(tp=8).schedulers == 1
+    assert Parallelism(tp=2, pp=2, dp=3).schedulers == 6
+    assert Parallelism(tp=1, ep=8, dp=8).schedulers == 8

@@ -329,7 +329,9 @@ class Ranker:
             points.append(
                 {
                     "rate_rps": round(replica_rate * fraction * dp, 4),
-                    "goodput_rps": round((run.summary.goodput_rps or 0.0) * dp * stages, 4),
+                    "goodput_rps": round(
+                        (run.summary.goodput_rps or 0.0) * stack.layout.schedulers, 4
+                    ),
                     "attainment": round(run.summary.attainment or 0.0, 4),
                     "stationary": run.stationarity.stationary,
                 }
