@@ -17,8 +17,8 @@ from apps.decisions.comparison_text import comparison_lines
 from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
+from apps.selections.operating_point import in_flight
 from apps.selections.templatetags.bands import OUTSIDE_BAND
-from apps.selections.templatetags.layouts import in_flight
 
 
 def username_of(user: Any) -> str | None:

@@ -2,10 +2,10 @@
 
 A row's HTML is about three quarters of the page's time (filters and includes over a large
 estimate). Its key is a digest of everything the row shows (the candidate's rank, score, stack,
-estimate, hints and choice, its measured and published rows), of the templates that draw it
-and of the tag libraries they load (and of Django's own filters, by its version), so a change to
-any of them makes a new key: there is nothing to invalidate, and a stale row cannot be served.
-Entries expire after a day.
+estimate, hints and choice, its measured and published rows), of the templates that draw it,
+of the tag libraries they load and of our modules whose functions those libraries register (and
+of Django's own filters, by its version), so a change to any of them makes a new key: there is
+nothing to invalidate, and a stale row cannot be served. Entries expire after a day.
 """
 
 from __future__ import annotations
@@ -47,13 +47,22 @@ def _templates_digest() -> str:
     """The row's templates, the source of every tag library they load (a change of a filter
     such as `signed_percent` is a change of the row) and Django's version, for its builtins."""
     sources = [get_template(name).template.source for name in ROW_TEMPLATES]
-    modules = engines["django"].engine.libraries  # library name -> its module's dotted path
     loaded = {
         name for source in sources for found in LOAD.findall(source) for name in found.split()
     }
-    sources += [inspect.getsource(import_module(modules[name])) for name in sorted(loaded)]
+    modules = sorted(set().union(*(_library_modules(name) for name in loaded)))
+    sources += [inspect.getsource(import_module(module)) for module in modules]
     sources.append(django.get_version())
     return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:16]
+
+
+def _library_modules(name: str) -> set[str]:
+    """A tag library's module, and ours that define a filter or tag it registers: a library may
+    register a function written elsewhere (`layouts` registers operating_point.in_flight)."""
+    engine = engines["django"].engine
+    library = engine.template_libraries[name]
+    defined = {f.__module__ for f in [*library.filters.values(), *library.tags.values()]}
+    return {engine.libraries[name]} | {module for module in defined if module.startswith("apps.")}
 
 
 def _key(context: dict[str, Any]) -> str:

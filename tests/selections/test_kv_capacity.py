@@ -130,23 +130,45 @@ def test_an_open_loop_load_counts_sequences_by_rate_and_the_stacks_predicted_tim
     assert f"would hold {needed}" in hint["message"]
 
 
-def test_without_a_predicted_time_the_load_is_counted_at_the_time_the_slo_allows(
-    catalog, goal_payload
-):
+def _two_rps_goal(goal_payload):
     payload = _long_context_goal(goal_payload, 1)
     payload["workload"]["arrival"] = {"process": "poisson", "rate_rps": 1, "peak_factor": 2}
     payload["slo"]["e2e_ms"] = 60000
-    goal = goal_from_documents(
+    return goal_from_documents(
         model=ModelSpec.objects.get(slug="llama-3.1-70b"),
         workload=payload["workload"],
         slo=payload["slo"],
         constraints=payload["constraints"],
     )
-    predicted = {"ttft_ms": 500.0, "tpot_ms": 20.0, "label": "roofline, analytic", "concurrency": 9}
 
-    assert needed_sequences(goal, None) == (120, "2 req/s x 60 s allowed per request by the SLO")
+
+PREDICTED = {"ttft_ms": 500.0, "tpot_ms": 20.0, "label": "roofline, analytic", "concurrency": 9}
+
+
+def test_without_a_predicted_time_the_load_is_counted_at_the_time_the_slo_allows(
+    catalog, goal_payload
+):
+    goal = _two_rps_goal(goal_payload)
+
+    assert needed_sequences(goal, None, replicas=1) == (
+        120,
+        "2 req/s x 60 s allowed per request by the SLO",
+    )
     # 0.5 s + 1,023 x 20 ms = 20.96 s at 2 req/s
-    assert needed_sequences(goal, predicted)[0] == 42
+    assert needed_sequences(goal, PREDICTED, replicas=1)[0] == 42
+
+
+def test_a_predicted_time_on_a_stack_of_replicas_says_it_holds_at_one_replicas_load(
+    catalog, goal_payload
+):
+    goal = _two_rps_goal(goal_payload)
+
+    alone, how_alone = needed_sequences(goal, PREDICTED, replicas=1)
+    spread, how = needed_sequences(goal, PREDICTED, replicas=4)
+
+    assert alone == spread == 42  # the deployment's load, whatever its replicas
+    assert how_alone.endswith("(roofline, analytic, at 9 in flight)")
+    assert how.endswith("(roofline, analytic, at 9 in flight per replica (36 over the 4 replicas))")
 
 
 def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 
+import pytest
 from django.core.cache import caches
 from django.urls import reverse
 
@@ -52,13 +53,19 @@ def test_a_kept_row_is_rendered_once_and_drawn_again_when_what_it_shows_changes(
     assert 'data-source-row="r1"' in published[str(first.pk)]
 
 
-def test_an_edit_of_a_filter_the_row_uses_makes_new_row_keys(monkeypatch):
-    """`signed_percent` lives in the facts library: editing it must not serve old rows."""
+@pytest.mark.parametrize(
+    "module",
+    [
+        ".facts",  # `signed_percent`, a filter of the facts library
+        ".operating_point",  # `in_flight`, written there and registered by the layouts library
+    ],
+)
+def test_an_edit_of_a_filter_or_tag_the_row_uses_makes_new_row_keys(monkeypatch, module):
     before = row_cache._templates_digest.__wrapped__()
     read = inspect.getsource
 
-    def edited(module):
-        return read(module) + ("\n# edited" if module.__name__.endswith(".facts") else "")
+    def edited(source_of):
+        return read(source_of) + ("\n# edited" if source_of.__name__.endswith(module) else "")
 
     monkeypatch.setattr(inspect, "getsource", edited)
     assert row_cache._templates_digest.__wrapped__() != before

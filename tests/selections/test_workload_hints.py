@@ -163,8 +163,9 @@ def test_a_hint_quoting_one_replicas_load_on_a_stack_of_replicas_says_it_is_per_
     for row in copies:
         (message,) = _hints(row, "speculative_decoding")
         in_flight = row.estimate["latency"]["concurrency"]
-        assert f"at {in_flight} in flight per replica the estimate" in message
-        assert f"at {in_flight} in flight per replica ({2 * in_flight} over the 2 replicas)" in page
+        worded = f"at {in_flight} in flight per replica ({2 * in_flight} over the 2 replicas)"
+        assert f"{worded} the estimate" in message  # the hint words it as the row does
+        assert worded in page
     for row in single:
         (message,) = _hints(row, "speculative_decoding")
         assert "per replica" not in message

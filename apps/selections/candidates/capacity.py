@@ -23,6 +23,7 @@ from apps.selections.candidates.enumeration import powers_of_two, tp_suits
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Reason, Verdict
 from apps.selections.estimator import MemoryEstimate, Parallelism
+from apps.selections.operating_point import in_flight
 
 if TYPE_CHECKING:  # the Judge imports this module
     from apps.selections.candidates.filters import Judge
@@ -55,14 +56,17 @@ def memory_rule(release: EngineRelease) -> MemoryRule:
     return MemoryRule(FALLBACK_FRACTION, MemoryBasis.TOTAL, False)
 
 
-def needed_sequences(goal: Goal, latency: Mapping[str, Any] | None) -> tuple[int, str] | None:
+def needed_sequences(
+    goal: Goal, latency: Mapping[str, Any] | None, *, replicas: int
+) -> tuple[int, str] | None:
     """Sequences the load keeps in flight, and how that number was reached.
 
     A closed-loop goal states it. An open-loop goal holds rate x peak x time in the system
     (Little's law). The time is the stack's own predicted one (`latency`, its analytic TTFT plus
-    TPOT for every further token at its operating point) where it has one: what the SLO allows a
-    request is only a bound, and a generous end-to-end target (minutes, for long outputs) would
-    ask for many times the replicas the stack needs. Without a prediction it is that bound.
+    TPOT for every further token at its operating point, one of the `replicas`' requests in
+    flight) where it has one: what the SLO allows a request is only a bound, and a generous
+    end-to-end target (minutes, for long outputs) would ask for many times the replicas the
+    stack needs. Without a prediction it is that bound.
     """
     if goal.concurrency:
         return goal.concurrency, f"{goal.concurrency} concurrent clients"
@@ -72,7 +76,8 @@ def needed_sequences(goal: Goal, latency: Mapping[str, Any] | None) -> tuple[int
     load = rate * goal.peak_factor
     if latency:
         seconds = request_ms(latency["ttft_ms"], latency["tpot_ms"], goal.osl) / 1e3
-        how = f"predicted per request ({latency['label']}, at {latency['concurrency']} in flight)"
+        point = in_flight(latency["concurrency"], replicas)
+        how = f"predicted per request ({latency['label']}, at {point})"
     else:
         allowed = _allowed_seconds(goal)
         if allowed is None:
@@ -161,7 +166,8 @@ def _sized_beyond(estimate: Mapping[str, Any], gpus: int) -> str:
 
 def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
     """Flags a kept stack whose KV cache cannot hold the load's sequences, with both numbers."""
-    need = needed_sequences(judge.goal, (verdict.estimate or {}).get("latency"))
+    latency, replicas = (verdict.estimate or {}).get("latency"), verdict.stack.layout.dp
+    need = needed_sequences(judge.goal, latency, replicas=replicas)
     memory = judge.memory_of(verdict.stack)
     if need is None or not isinstance(memory, MemoryEstimate):
         return None

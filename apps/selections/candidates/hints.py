@@ -9,6 +9,7 @@ from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import hardware_feature, scheduler_budgets
+from apps.selections.operating_point import in_flight
 
 # Thresholds of our own choosing (docs/domain.md section 3 names the conditions, not numbers):
 # a prompt this long makes prefill interfere with decode, an output this long keeps decode pools
@@ -177,10 +178,9 @@ def _speculative(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None:
     if tpot_share < TPOT_BINDING_SHARE or tpot_share < ttft_share:
         return None
     stack = verdict.stack
-    per_replica = " per replica" if stack.layout.dp > 1 else ""
     return Reason(
         "speculative_decoding",
-        f"TPOT binds: at {latency['concurrency']} in flight{per_replica} the estimate is "
+        f"TPOT binds: at {in_flight(latency['concurrency'], stack.layout.dp)} the estimate is "
         f"{latency['tpot_ms']:.1f} ms per token {_method(latency)}, {tpot_share:.0%} of the "
         f"{slo.tpot_ms:g} ms target, while TTFT uses {ttft_share:.0%} of its budget. "
         f"Speculative decoding ({_maturity(judge, stack, 'speculative_decoding')} in "
