@@ -3,9 +3,9 @@
 A row's HTML is about three quarters of the page's time (filters and includes over a large
 estimate). Its key is a digest of everything the row shows (the candidate's rank, score, stack,
 estimate, hints and choice, its measured and published rows), of the templates that draw it,
-of the tag libraries they load and of our modules whose functions those libraries register (and
-of Django's own filters, by its version), so a change to any of them makes a new key: there is
-nothing to invalidate, and a stale row cannot be served. Entries expire after a day.
+of the tag libraries they load and of our modules whose functions or classes those libraries
+name (and of Django's own filters, by its version), so a change to any of them makes a new key:
+there is nothing to invalidate, and a stale row cannot be served. Entries expire after a day.
 """
 
 from __future__ import annotations
@@ -57,12 +57,17 @@ def _templates_digest() -> str:
 
 
 def _library_modules(name: str) -> set[str]:
-    """A tag library's module, and ours that define a filter or tag it registers: a library may
-    register a function written elsewhere (`layouts` registers operating_point.in_flight)."""
-    engine = engines["django"].engine
-    library = engine.template_libraries[name]
-    defined = {f.__module__ for f in [*library.filters.values(), *library.tags.values()]}
-    return {engine.libraries[name]} | {module for module in defined if module.startswith("apps.")}
+    """A tag library's module, and ours that define a function or class it names: a filter may
+    register a function written elsewhere (`layouts` registers operating_point.in_flight) or
+    apply a rule written elsewhere (Parallelism.replicas_run_alone)."""
+    module = engines["django"].engine.libraries[name]
+    named = {
+        value.__module__
+        for value in vars(import_module(module)).values()
+        if (inspect.isfunction(value) or inspect.isclass(value))
+        and value.__module__.startswith("apps.")
+    }
+    return {module} | named
 
 
 def _key(context: dict[str, Any]) -> str:

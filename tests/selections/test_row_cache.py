@@ -58,6 +58,7 @@ def test_a_kept_row_is_rendered_once_and_drawn_again_when_what_it_shows_changes(
     [
         ".facts",  # `signed_percent`, a filter of the facts library
         ".operating_point",  # `in_flight`, written there and registered by the layouts library
+        ".estimator",  # Parallelism, whose rule the layouts library's copies filter applies
     ],
 )
 def test_an_edit_of_a_filter_or_tag_the_row_uses_makes_new_row_keys(monkeypatch, module):
