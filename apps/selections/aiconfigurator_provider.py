@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -147,23 +146,38 @@ class AiconfiguratorStepTime:
     method: str = METHOD_AICONFIGURATOR
 
     def step_seconds(self, batch: StepBatch) -> float:
-        return _step_ms(self, *_step_shape(batch)) / 1e3
+        return self.seconds(
+            batch.prefill_tokens, batch.decode_seqs, batch.kv_tokens_read, batch.attn_token_ctx
+        )
+
+    def seconds(
+        self, prefill_tokens: float, decode_seqs: float, kv_tokens_read: float, attn_ctx: float
+    ) -> float:
+        """The step time of a batch given as plain numbers, rounded to whole tokens as a
+        StepBatch is: the simulator asks once per step, and building and checking a StepBatch
+        each time was a third of a long simulation's time."""
+        shape = _step_shape(
+            round(prefill_tokens), round(decode_seqs), round(kv_tokens_read), round(attn_ctx)
+        )
+        return _step_ms(self, *shape) / 1e3
 
 
-def _step_shape(batch: StepBatch) -> tuple[int, int, int, int]:
+def _step_shape(
+    prefill: int, decode: int, kv_tokens_read: int, attn_token_ctx: int
+) -> tuple[int, int, int, int]:
     """(prefill tokens, decode sequences, prompt length, decode context), rounded to a grid
     of about 2% so a long simulation asks AIConfigurator a bounded number of questions."""
-    prefill, decode = batch.prefill_tokens, batch.decode_seqs
-    extra = batch.attn_token_ctx - batch.kv_tokens_read
+    extra = attn_token_ctx - kv_tokens_read
     prompt = round(2 * extra / prefill + 1) if prefill else 0
-    context = max(1, round((batch.kv_tokens_read - prefill) / decode)) if decode else 0
+    context = max(1, round((kv_tokens_read - prefill) / decode)) if decode else 0
     return _grid(prefill), decode, _grid(max(prompt, 1) if prefill else 0), _grid(context)
 
 
 def _grid(value: int) -> int:
+    """`value` to 6 significant bits: steps of 2 ** (floor(log2(value)) - 5) above 64."""
     if value <= 64:
         return value
-    step = 2 ** max(0, math.floor(math.log2(value)) - 5)
+    step = 1 << (value.bit_length() - 6)
     return round(value / step) * step
 
 

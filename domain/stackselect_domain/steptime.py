@@ -109,11 +109,13 @@ class RooflineStepTime:
 def step_function(provider: StepTimeProvider) -> StepFunction:
     """The provider's step time as a function of plain numbers.
 
-    The roofline answers fractional averages directly; any other provider is asked through the
-    protocol with the batch rounded to whole tokens.
+    A provider with a `seconds` of plain numbers answers directly (the roofline takes
+    fractional averages; AIConfigurator's rounds them to whole tokens itself); any other is
+    asked through the protocol with the batch rounded to whole tokens.
     """
-    if isinstance(provider, RooflineStepTime):
-        return provider.seconds
+    plain = getattr(provider, "seconds", None)
+    if callable(plain):
+        return plain
 
     def seconds(prefill: float, decode: float, kv_read: float, attn: float) -> float:
         batch = StepBatch(round(prefill), round(decode), round(kv_read), round(attn))

@@ -6,7 +6,12 @@ import json
 from dataclasses import replace
 
 import pytest
-from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch, StepTimeProvider
+from stackselect_domain.steptime import (
+    METHOD_AICONFIGURATOR,
+    StepBatch,
+    StepTimeProvider,
+    step_function,
+)
 
 from apps.catalog import aiconfigurator_wheel
 from apps.catalog.loading import fixture_instances
@@ -57,6 +62,18 @@ def test_two_engines_on_the_same_layout_get_different_step_times_named_aiconfigu
     assert vllm.method == sglang.method == METHOD_AICONFIGURATOR
     assert vllm.step_seconds(DECODE_32) != sglang.step_seconds(DECODE_32)
     assert vllm.step_seconds(MIXED) > vllm.step_seconds(DECODE_32) > 0
+
+
+def test_the_simulator_asks_with_plain_numbers_and_gets_the_batchs_own_step_time() -> None:
+    provider = aiconfigurator_step_time(_stack()).provider
+    seconds = step_function(provider)
+
+    for batch in (DECODE_32, MIXED, StepBatch(8192, 0, 8192, 8192 * 8193 // 2)):
+        numbers = (batch.prefill_tokens, batch.decode_seqs)
+        numbers += (batch.kv_tokens_read, batch.attn_token_ctx)
+        assert seconds(*numbers) == provider.step_seconds(batch)
+    # fractional averages (the analytic estimate's) are rounded to whole tokens, as a batch is
+    assert seconds(0, 31.6, 47_999.6, 48_000.4) == provider.step_seconds(DECODE_32)
 
 
 def test_a_version_outside_the_database_is_answered_from_the_nearest_and_says_so() -> None:
