@@ -17,6 +17,7 @@ accuracy benchmark compares with our closed loop over them. The app itself does 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -248,11 +249,14 @@ def _written_config(model: ModelSpec) -> dict[str, Any] | None:
 
 
 def model_config_dir(model: ModelSpec) -> tuple[Path | None, str]:
-    """A local directory holding config.json for the model, or None with the reason."""
-    target = _models_dir() / (model.slug or "custom")
-    config_file = target / "config.json"
+    """A local directory holding config.json for the model, or None with the reason.
+
+    A configuration written from the catalog's shapes lives in a directory named by its
+    content, so two custom models, or a model before and after a curator's edit, never share
+    one (a compiled engine is cached by its directory)."""
     shipped = SHIPPED_CONFIGS.get(model.slug)
     if shipped:
+        target = _models_dir() / model.slug
         source = (
             aiconfigurator_wheel.package_dir()
             / "model_configs"
@@ -261,7 +265,7 @@ def model_config_dir(model: ModelSpec) -> tuple[Path | None, str]:
         if not source.exists():
             return None, f"the AIConfigurator wheel lacks its configuration of {shipped}"
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, config_file)
+        shutil.copyfile(source, target / "config.json")
         return target, ""
     written = _written_config(model)
     if written is None:
@@ -269,8 +273,11 @@ def model_config_dir(model: ModelSpec) -> tuple[Path | None, str]:
             f"AIConfigurator ships no configuration of {model.name}, and the catalog's shapes "
             "describe dense GQA/MHA models only"
         )
+    text = json.dumps(written, indent=2)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    target = _models_dir() / f"{model.slug or 'custom'}-{digest}"
     target.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(written, indent=2))
+    (target / "config.json").write_text(text)
     return target, ""
 
 
@@ -312,15 +319,23 @@ def coverage_reason(stack: AicStack) -> str:
 _CHOICES: dict[tuple, AicChoice] = {}
 
 
+def _model_content(model: ModelSpec) -> tuple:
+    """Every field of the model but its row id and sources: what an answer depends on."""
+    return tuple(
+        getattr(model, item.attname)
+        for item in model._meta.concrete_fields
+        if item.name not in ("id", "sources")
+    )
+
+
 def aiconfigurator_step_time(stack: AicStack) -> AicChoice:
     """The AIConfigurator provider for a stack, or None with the reason it does not apply.
 
-    Cached per stack of a saved catalog model: the ranking and the accuracy benchmark ask again
-    for every batch shape they try, and neither the answer nor its model configuration on disk
-    depends on it. An unsaved (custom) model is answered afresh."""
-    if stack.model.pk is None:
-        return _choose(stack)
-    key = (stack.model.pk, stack.model.slug, *(getattr(stack, f.name) for f in fields(stack)[1:]))
+    Cached per stack and model content, not per database row: the ranking and the accuracy
+    benchmark ask again for every batch shape they try, the same provider object lets the
+    simulator's caches answer a repeated goal, and a curator's edit of a model's shapes (or a
+    second custom model) gets its own answer rather than the one cached before."""
+    key = (_model_content(stack.model), *(getattr(stack, f.name) for f in fields(stack)[1:]))
     if key not in _CHOICES:
         _CHOICES[key] = _choose(stack)
     return _CHOICES[key]

@@ -109,6 +109,34 @@ def test_a_dense_model_it_lacks_is_written_locally_from_the_catalog_shapes() -> 
     assert directory.is_dir()  # a local path, so AIConfigurator never looks the model up online
 
 
+def _unsaved(model: ModelSpec, **changes) -> ModelSpec:
+    """A copy of a catalog model, unsaved and without a slug, as a custom architecture is."""
+    copy = ModelSpec(**{f.attname: getattr(model, f.attname) for f in ModelSpec._meta.fields})
+    copy.pk, copy.slug = None, ""
+    for name, value in changes.items():
+        setattr(copy, name, value)
+    return copy
+
+
+def test_two_custom_models_of_different_shapes_are_each_timed_by_their_own_configuration():
+    small = aiconfigurator_step_time(_stack(model=_unsaved(MODELS["llama-3.1-8b"]))).provider
+    large = aiconfigurator_step_time(_stack(model=_unsaved(MODELS["llama-3.1-70b"]))).provider
+    again = aiconfigurator_step_time(_stack(model=_unsaved(MODELS["llama-3.1-8b"]))).provider
+
+    assert large.step_seconds(DECODE_32) > 3 * small.step_seconds(DECODE_32)
+    assert again.step_seconds(DECODE_32) == small.step_seconds(DECODE_32)
+
+
+def test_a_catalog_model_whose_shapes_change_is_timed_anew_not_from_the_old_shapes():
+    model = _unsaved(MODELS["qwen2.5-7b"], slug="qwen2.5-7b", pk=4242)
+    before = aiconfigurator_step_time(_stack(model=model)).provider.step_seconds(DECODE_32)
+
+    model.layers *= 2
+    after = aiconfigurator_step_time(_stack(model=model)).provider.step_seconds(DECODE_32)
+
+    assert after > 1.5 * before
+
+
 def test_aiconfigurators_own_estimate_of_a_row_is_positive_and_not_our_loop_over_its_steps():
     row = sample_row()  # Llama 3.1 8B, one H100, vLLM, 1024/256 tokens, 16 clients
     context = RowContext(row, MODELS["llama-3.1-8b"], ACCELERATORS["h100-sxm"])
