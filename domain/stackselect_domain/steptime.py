@@ -68,6 +68,17 @@ class StepTimeProvider(Protocol):
     def step_seconds(self, batch: StepBatch) -> float: ...
 
 
+@runtime_checkable
+class PlainStepTime(Protocol):
+    """A provider that also answers a batch given as plain numbers: the simulator asks once
+    per step, and building and checking a StepBatch each time costs a long run a third of its
+    time. Fractional numbers (the analytic estimate's averages) are the provider's to round."""
+
+    def seconds(
+        self, prefill_tokens: float, decode_seqs: float, kv_tokens_read: float, attn_ctx: float
+    ) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RooflineStepTime:
     """The roofline provider: the step-cost formula the simulated engine also sleeps by.
@@ -109,13 +120,12 @@ class RooflineStepTime:
 def step_function(provider: StepTimeProvider) -> StepFunction:
     """The provider's step time as a function of plain numbers.
 
-    A provider with a `seconds` of plain numbers answers directly (the roofline takes
-    fractional averages; AIConfigurator's rounds them to whole tokens itself); any other is
-    asked through the protocol with the batch rounded to whole tokens.
+    A `PlainStepTime` answers directly (the roofline takes fractional averages;
+    AIConfigurator's rounds them to whole tokens itself); any other is asked through the
+    protocol with the batch rounded to whole tokens.
     """
-    plain = getattr(provider, "seconds", None)
-    if callable(plain):
-        return plain
+    if isinstance(provider, PlainStepTime):
+        return provider.seconds
 
     def seconds(prefill: float, decode: float, kv_read: float, attn: float) -> float:
         batch = StepBatch(round(prefill), round(decode), round(kv_read), round(attn))

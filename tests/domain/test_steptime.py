@@ -1,12 +1,16 @@
 """The step-time interface: a batch is checked, and the roofline provider names its method."""
 
+from dataclasses import dataclass
+
 import pytest
 from stackselect_domain.stepcost import StepCost
 from stackselect_domain.steptime import (
     METHOD_ROOFLINE,
+    PlainStepTime,
     RooflineStepTime,
     StepBatch,
     StepTimeProvider,
+    step_function,
 )
 
 COST = StepCost(
@@ -43,3 +47,33 @@ def test_a_negative_or_fractional_batch_count_is_refused_with_its_name(field):
         StepBatch(**{**values, field: -1})
     with pytest.raises(ValueError, match=f"batch.{field}"):
         StepBatch(**{**values, field: 1.5})
+
+
+@dataclass(frozen=True)
+class BatchOnly:
+    """A provider that answers StepBatch alone, as the calibrated one does: 1 ms a token."""
+
+    method: str = "batch-only"
+
+    def step_seconds(self, batch: StepBatch) -> float:
+        return 1e-3 * (batch.batch_tokens + batch.kv_tokens_read + batch.attn_token_ctx)
+
+
+def test_a_provider_of_plain_numbers_is_asked_directly_with_the_analytic_averages():
+    provider = RooflineStepTime(COST)
+    assert isinstance(provider, PlainStepTime)
+    assert step_function(provider) == provider.seconds
+    assert step_function(provider)(0, 7.5, 9_000.5, 9_000.5) == COST.step_seconds(
+        7.5, 9_000.5, 9_000.5
+    )
+
+
+def test_a_provider_of_batches_alone_is_asked_with_the_numbers_rounded_to_a_batch():
+    provider = BatchOnly()
+    assert not isinstance(provider, PlainStepTime)
+
+    seconds = step_function(provider)
+
+    assert seconds(511.6, 8.4, 8_999.5, 9_000.4) == provider.step_seconds(
+        StepBatch(512, 8, 9_000, 9_000)
+    )
