@@ -78,11 +78,11 @@ def predicted_figures(candidate: Candidate) -> tuple[dict[str, float], float]:
     return predicted, float(latency.get("concurrency") or 1)
 
 
-def _micro_batch(stack: Mapping[str, Any], in_flight: float) -> int:
+def _micro_batch(layout: Parallelism, in_flight: float) -> int:
     """One micro-batch's share of `in_flight` requests of the whole deployment: a run's load
     spreads over its dp replicas, each of pp micro-batches, and the estimator's latency is
     one micro-batch's (as the candidate list's and /estimate's are)."""
-    return max(1, round(in_flight / Parallelism.of_stack(stack).schedulers))
+    return max(1, round(in_flight / layout.schedulers))
 
 
 def _measurements(
@@ -90,6 +90,7 @@ def _measurements(
 ) -> list[Measurement]:
     model, accel = model_arch(selection.model), accelerator_spec(candidate.accelerator)
     isl, osl = _lengths(selection)
+    layout = Parallelism.of_stack(candidate.stack)
     measurements = []
     for point in entry.points:
         ttft, tpot = point.value("ttft_mean_ms"), point.value("tpot_mean_ms")
@@ -100,10 +101,10 @@ def _measurements(
                 model=model,
                 accel=accel,
                 precision=str(candidate.stack.get("precision")),
-                parallelism=Parallelism.of_stack(candidate.stack),
+                parallelism=layout,
                 isl=isl,
                 osl=osl,
-                concurrency=_micro_batch(candidate.stack, point.in_flight),
+                concurrency=_micro_batch(layout, point.in_flight),
                 ttft_ms=ttft,
                 tpot_ms=tpot,
                 kv_dtype=selection.workload.get("kv_dtype"),
@@ -170,15 +171,16 @@ def _calibrated(
     """The candidate's TTFT/TPOT re-estimated with the refitted factors, at `in_flight`
     requests of the whole deployment."""
     isl, osl = _lengths(selection)
+    layout = Parallelism.of_stack(candidate.stack)
     estimate = estimate_latency(
         model=model_arch(selection.model),
         accel=accelerator_spec(candidate.accelerator),
         precision=str(candidate.stack.get("precision")),
         kv_dtype=selection.workload.get("kv_dtype"),
-        parallelism=Parallelism.of_stack(candidate.stack),
+        parallelism=layout,
         isl=isl,
         osl=osl,
-        concurrency=_micro_batch(candidate.stack, in_flight),
+        concurrency=_micro_batch(layout, in_flight),
         efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
     )
     return {"ttft_ms": estimate.ttft_ms, "tpot_ms": estimate.tpot_ms}
