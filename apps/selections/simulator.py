@@ -213,6 +213,7 @@ class _Engine:
         max_sim_seconds: float | None,
         concurrency: int | None,
         max_steps: int | None = None,
+        spread_start_s: float | None = None,
     ) -> None:
         self.seconds = step_function(step_time)
         self.config = config
@@ -238,7 +239,11 @@ class _Engine:
         self.batch_tokens = 0
         self.outcomes: dict[int, RequestOutcome] = {}
         self.in_flight: list[_Seq] = []
-        self._fill_clients(concurrency or 0)
+        clients = concurrency or 0
+        # a spread start: client i sends its first request at i / clients of the span
+        span = spread_start_s or 0.0
+        self.starts = deque(span * i / clients for i in range(1, clients)) if span else deque()
+        self._fill_clients(clients - len(self.starts))
 
     # ------------------------------------------------------------ main loop
 
@@ -248,10 +253,14 @@ class _Engine:
                 while self.pending and self.pending[0].arrival_s <= self.clock:
                     request = self.pending.popleft()
                     self._arrive(request, request.arrival_s)
+            while self.starts and self.starts[0] <= self.clock:
+                self._fill_clients(1, at=self.starts.popleft())
             if self.running or self.waiting:
                 self._step()
                 if self.max_steps is not None and self.step_index > self.max_steps:
                     raise SimulationTooLong(self.max_steps)
+            elif self.starts:
+                self.clock = self.starts[0]
             elif self.closed_loop or not self.pending:
                 break
             else:
@@ -275,10 +284,11 @@ class _Engine:
         self.waiting.append(seq)
         return True
 
-    def _fill_clients(self, clients: int) -> None:
-        """Closed loop: the given number of idle clients each send their next request now."""
+    def _fill_clients(self, clients: int, at: float | None = None) -> None:
+        """Closed loop: the given number of idle clients each send their next request now (or
+        at `at`, a spread start's moment, which the step under way may have passed)."""
         while clients and self.closed_loop and self.pending:
-            if self._arrive(self.pending.popleft(), self.clock):
+            if self._arrive(self.pending.popleft(), self.clock if at is None else at):
                 clients -= 1
 
     # ------------------------------------------------------------ one step
@@ -500,11 +510,13 @@ def simulate(
     slo: SLO | None = None,
     concurrency: int | None = None,
     max_steps: int | None = None,
+    spread_start_s: float | None = None,
 ) -> SimResult:
     """Run the requests through one replica and summarise.
 
     Open loop by default (requests arrive at arrival_s). With `concurrency`, closed loop:
-    that many clients each send the next request, in index order, when their previous one ends.
+    that many clients each send the next request, in index order, when their previous one ends;
+    all start together, or with `spread_start_s` one after another, evenly over that span.
     With `max_steps`, a run that needs more engine steps stops with SimulationTooLong.
     The simulation is deterministic: the same inputs always give the same result. `step_time`
     is a provider (a bare StepCost is the plain roofline).
@@ -520,8 +532,16 @@ def simulate(
         raise ValueError("max_sim_seconds: must be positive")
     if max_steps is not None and max_steps < 1:
         raise ValueError("max_steps: must be at least 1")
+    if spread_start_s is not None and (concurrency is None or not spread_start_s > 0):
+        raise ValueError("spread_start_s: a positive span, for a closed loop only")
     engine = _Engine(
-        requests, as_provider(step_time), config, max_sim_seconds, concurrency, max_steps
+        requests,
+        as_provider(step_time),
+        config,
+        max_sim_seconds,
+        concurrency,
+        max_steps,
+        spread_start_s,
     )
     rows = engine.run()
     summary = summarize_outcomes(

@@ -43,6 +43,7 @@ from apps.selections.simulator import EngineConfig, SimulationTooLong
 from apps.selections.stack_capability import stack_capability
 from apps.selections.steady_state import (
     MIN_STEADY_REQUESTS,
+    SteadyRun,
     micro_batch_config,
     run_requests,
     steady_run,
@@ -177,6 +178,7 @@ def stateless_estimate(
         "percentiles": None,
         "stationary": None,
         "stationarity": None,
+        "spread_start": None,
         **estimate_published(
             model=model,
             accelerator=accelerator,
@@ -195,40 +197,34 @@ def stateless_estimate(
         clients = batch if concurrency is not None else None  # one scheduler's closed loop
         config = micro_batch_config(_config(release, hardware, memory.kv_capacity_tokens), pp)
         workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
-        try:
-            run = steady_run(
-                workload,
-                n=MIN_STEADY_REQUESTS,
-                seed=ESTIMATE_SEED,
-                step_time=provider,
-                config=config,
-                slo=None,
-                rate_rps=rate_rps / layout.schedulers if rate_rps is not None else None,
-                concurrency=clients,
-                max_steps=MAX_SIMULATED_STEPS,
-            )
-        except SimulationTooLong as error:
-            raise ValueError(_too_long(osl, clients, error)) from error
-        summary = run.summary
-        percentiles = {
-            metric: asdict(getattr(summary, metric)) if getattr(summary, metric) else None
-            for metric in METRICS
-        }
-        answer.update(
-            {
-                metric: figures["mean"] if figures else None
-                for metric, figures in percentiles.items()
-            }
-        )
+
+        def simulated(spread_start_s: float | None = None) -> dict[str, Any]:
+            try:
+                run = steady_run(
+                    workload,
+                    n=MIN_STEADY_REQUESTS,
+                    seed=ESTIMATE_SEED,
+                    step_time=provider,
+                    config=config,
+                    slo=None,
+                    rate_rps=rate_rps / layout.schedulers if rate_rps is not None else None,
+                    concurrency=clients,
+                    max_steps=MAX_SIMULATED_STEPS,
+                    spread_start_s=spread_start_s,
+                )
+            except SimulationTooLong as error:
+                raise ValueError(_too_long(osl, clients, error)) from error
+            # every micro-batch serves as the simulated one: an uneven split of the clients
+            # counts each client once, not the rounded-up share on every scheduler
+            served = layout.schedulers if clients is None else (concurrency or 1) / clients
+            return _figures(run, served)
+
+        answer.update(simulated())
         answer.update(_method(method_record(provider, NATURE_SIMULATED, note)))
-        answer["percentiles"] = percentiles
-        # every micro-batch serves as the simulated one: an uneven split of the clients
-        # counts each client once, not the rounded-up share on every scheduler
-        served = layout.schedulers if clients is None else (concurrency or 1) / clients
-        answer["throughput_rps"] = summary.throughput_rps * served
-        answer["stationary"] = run.stationarity.stationary
-        answer["stationarity"] = run.stationarity.reason
         answer["scheduler"] = scheduler_record(release, hardware)
+        if clients is not None and clients > 1 and answer["e2e_ms"]:
+            span_s = answer["e2e_ms"] / 1e3
+            answer["spread_start"] = {**simulated(span_s), **_spread_words(clients, span_s)}
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
     banded = METRICS + (("throughput_rps",) if "throughput_rps" in answer else ())
@@ -236,6 +232,36 @@ def stateless_estimate(
         answer["method"], banded, engine=engine or None, vendor=hardware.vendor
     )
     return answer
+
+
+def _figures(run: SteadyRun, served: float) -> dict[str, Any]:
+    """A steady run's means, percentiles, throughput over every scheduler and stationarity."""
+    summary = run.summary
+    percentiles = {
+        metric: asdict(getattr(summary, metric)) if getattr(summary, metric) else None
+        for metric in METRICS
+    }
+    return {
+        **{metric: figures["mean"] if figures else None for metric, figures in percentiles.items()},
+        "percentiles": percentiles,
+        "throughput_rps": summary.throughput_rps * served,
+        "stationary": run.stationarity.stationary,
+        "stationarity": run.stationarity.reason,
+    }
+
+
+def _spread_words(clients: int, span_s: float) -> dict[str, Any]:
+    return {
+        "span_s": span_s,
+        "note": (
+            f"The answer's own figures start each scheduler's {clients} clients together: with "
+            "every prompt and output the same length they stay in step, and each round's "
+            "prompts share steps. These start the same clients one after another over one "
+            f"request's time in the system ({span_s:.3g} s), so their prompts mostly arrive "
+            "apart. A real benchmark's clients start together and drift apart by its own "
+            "jitter, by how much is not known here: expect its TTFT between the two."
+        ),
+    }
 
 
 def _per_replica(

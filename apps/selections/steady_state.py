@@ -194,10 +194,12 @@ def steady_run(
     rate_rps: float | None = None,
     concurrency: int | None = None,
     max_steps: int | None = None,
+    spread_start_s: float | None = None,
 ) -> SteadyRun:
     """Open loop at `rate_rps` (default: the workload's own rate), or closed loop at
     `concurrency` (default: the workload's own, when it is closed-loop), of `run_requests`
-    requests; past `max_steps` engine steps the simulator raises SimulationTooLong."""
+    requests; past `max_steps` engine steps the simulator raises SimulationTooLong. A closed
+    loop's clients start together, or evenly over `spread_start_s`."""
     if rate_rps is not None and concurrency is not None:
         raise ValueError("rate_rps: give a rate or a concurrency, not both")
     if concurrency is None and rate_rps is None and isinstance(workload.arrival, ClosedLoop):
@@ -216,7 +218,13 @@ def steady_run(
     else:
         requests = generate_requests(workload, n, seed, rate_rps=rate_rps)
     result = simulate(
-        requests, step_time, config, slo=slo, concurrency=concurrency, max_steps=max_steps
+        requests,
+        step_time,
+        config,
+        slo=slo,
+        concurrency=concurrency,
+        max_steps=max_steps,
+        spread_start_s=spread_start_s,
     )
     measured = measured_rows(result.rows)
     summary = summarize_outcomes(

@@ -394,6 +394,34 @@ def test_the_estimate_simulates_a_rate_to_a_stationary_steady_state(catalog, ali
     assert body["ttft_ms"] == pytest.approx(ttft["mean"])
 
 
+def test_a_closed_loop_estimate_also_answers_with_its_clients_started_one_after_another(
+    catalog, alice_client
+):
+    # 16 clients of 1,024-token prompts on a 70B model: together, a round's prompts share steps
+    payload = {**MI300X_STACK, "engine": "sglang", "concurrency": 16}
+
+    body = _post(alice_client, "/api/v1/estimate/", payload).json()
+
+    spread = body["spread_start"]
+    assert spread["span_s"] == pytest.approx(body["e2e_ms"] / 1e3)
+    assert spread["stationary"] is True, spread["stationarity"]
+    assert spread["ttft_ms"] < 0.5 * body["ttft_ms"]
+    assert spread["ttft_ms"] == pytest.approx(spread["percentiles"]["ttft_ms"]["mean"])
+    assert spread["throughput_rps"] == pytest.approx(body["throughput_rps"], rel=0.2)
+    assert "16 clients together" in spread["note"] and "between the two" in spread["note"]
+
+
+@pytest.mark.parametrize(
+    "load", [{"rate_rps": 2}, {"concurrency": 1}, {}], ids=["rate", "one-client", "analytic"]
+)
+def test_an_estimate_without_clients_to_start_apart_has_no_spread_start(
+    catalog, alice_client, load
+):
+    body = _post(alice_client, "/api/v1/estimate/", {**MI300X_STACK, **load}).json()
+
+    assert "ttft_ms" in body and body["spread_start"] is None
+
+
 def test_a_simulated_estimate_names_the_budgets_its_engine_starts_with_on_that_gpu(
     catalog, alice_client
 ):

@@ -221,6 +221,32 @@ def test_a_closed_loop_never_has_more_requests_in_flight_than_clients():
     assert sum(row.arrival_s == 0 for row in rows) == 4
 
 
+def test_a_spread_start_sends_each_clients_first_request_in_turn_over_the_span():
+    requests = generate_requests(fixed_workload(500, 32, {"concurrency": 4}), 60, 0)
+
+    together = simulate(requests, COST, CONFIG, concurrency=4).rows
+    spread = simulate(requests, COST, CONFIG, concurrency=4, spread_start_s=0.6).rows
+
+    assert {0.0, 0.15, 0.3, 0.45} <= {round(row.arrival_s, 9) for row in spread}
+    assert sum(row.arrival_s == 0 for row in spread) == 1
+    assert all(row.status == FINISHED for row in spread)
+    for row in spread:
+        assert sum(o.arrival_s <= row.arrival_s < o.finish_s for o in spread) <= 4
+    # together, each round's four prompts share one step; spread, each shares it with decodes
+    assert mean_ttft(spread) < 0.5 * mean_ttft(together)
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "span"),
+    [(None, 1.0), (4, 0.0), (4, -1.0)],
+    ids=["open-loop", "zero", "negative"],
+)
+def test_a_spread_start_needs_a_closed_loop_and_a_positive_span(concurrency, span):
+    requests = generate_requests(fixed_workload(256, 8, {"concurrency": 4}), 10, 0)
+    with pytest.raises(ValueError, match="spread_start_s"):
+        simulate(requests, COST, CONFIG, concurrency=concurrency, spread_start_s=span)
+
+
 def test_a_time_limit_leaves_late_requests_unfinished():
     workload = fixed_workload(512, 128, {"process": "poisson", "rate_rps": 200})
     result = simulate(generate_requests(workload, 500, 1), COST, CONFIG, max_sim_seconds=1.0)

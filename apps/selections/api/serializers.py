@@ -794,6 +794,21 @@ class EstimateCapabilitySerializer(serializers.Serializer):
     )
 
 
+class SpreadStartSerializer(serializers.Serializer):
+    span_s = serializers.FloatField(
+        help_text="The clients' first requests start evenly over this span: one request's "
+        "simulated time in the system with the clients started together."
+    )
+    ttft_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean.")
+    tpot_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean.")
+    e2e_ms = serializers.FloatField(allow_null=True, help_text="Simulated mean.")
+    percentiles = MetricPercentilesSerializer()
+    throughput_rps = serializers.FloatField()
+    stationary = serializers.BooleanField()
+    stationarity = serializers.CharField()
+    note = serializers.CharField(help_text="What differs from the answer's own figures, and why.")
+
+
 class EstimateOutputSerializer(serializers.Serializer):
     memory_method = serializers.CharField(
         help_text="Where the memory figures (weights, KV, fits) come from."
@@ -836,6 +851,12 @@ class EstimateOutputSerializer(serializers.Serializer):
     stationarity = serializers.CharField(allow_null=True)
     scheduler = SchedulerSerializer(
         required=False, help_text="The budgets the simulation scheduled with: simulated only."
+    )
+    spread_start = SpreadStartSerializer(
+        allow_null=True,
+        help_text="With concurrency of more than one client per scheduler: the same closed loop "
+        "with its clients started one after another instead of together, the other end of how "
+        "far a real run's clients drift apart; null otherwise.",
     )
     error_band = MetricErrorBandsSerializer()
     published = PublishedRowSerializer(
