@@ -188,6 +188,38 @@ def simulated_methods(*, selection: Selection) -> list[str]:
     return sorted({label for label in rows.values_list("estimate__label", flat=True) if label})
 
 
+@dataclass(frozen=True)
+class SimulatedShare:
+    """How the simulated comparison's replicas read against their own analytic figure."""
+
+    replicas: int
+    low: float
+    median: float
+    high: float
+
+
+def simulated_share(*, selection: Selection) -> SimulatedShare | None:
+    """Each simulated replica's goodput per GPU over its analytic one, when the list also has
+    analytic rows: the analytic estimate queues nothing, so a figure from it sits beside the
+    simulated ones without being comparable, and this says by how much they differ here."""
+    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
+    if not kept.filter(estimate__comparison="analytic").exists():
+        return None
+    pairs = kept.filter(estimate__comparison="simulated").values_list(
+        "estimate__goodput_per_gpu_rps", "estimate__analytic_goodput_per_gpu_rps"
+    )
+    ratios = sorted(
+        simulated / analytic
+        for simulated, analytic in set(pairs)  # backends and dp copies share one replica
+        if simulated is not None and analytic
+    )
+    if not ratios:
+        return None
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return SimulatedShare(len(ratios), ratios[0], median, ratios[-1])
+
+
 def leading_curves(*, kept: QuerySet[Candidate]) -> list[tuple[str, list[dict[str, float]]]]:
     """Goodput curves of the leading candidates of `kept` (the list as filtered) that have one,
     in rank order, each distinct curve once: rows that differ only in a layer the estimate does

@@ -156,6 +156,39 @@ def test_the_page_says_when_the_simulated_comparison_mixes_methods(
     assert 'id="mixed-methods"' not in alone_page
 
 
+def test_the_page_says_how_the_simulated_replicas_read_against_their_analytic_figures(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    many = create_selection(user=alice, team=acme, payload=goal_payload)
+    goal_payload["constraints"].update(accelerators=["mi300x"], max_gpus=1)
+    few = create_selection(user=alice, team=acme, payload=goal_payload)
+    for selection in (many, few):
+        alice_client.post(f"/selections/{selection.pk}/candidates/compute/")
+        compute_candidates(selection.pk)
+
+    kept = many.candidates.filter(outcome="kept")
+    assert kept.filter(estimate__comparison="analytic").exists()
+    ratios = [
+        row.estimate["goodput_per_gpu_rps"] / row.estimate["analytic_goodput_per_gpu_rps"]
+        for row in kept.filter(estimate__comparison="simulated")
+    ]
+    page = alice_client.get(f"/selections/{many.pk}/candidates/").content.decode()
+    note = re.search(
+        r'id="simulated-share">Analytic rows are not comparable[^<]*? the (\d+) replicas? '
+        r"simulated for this list read &times;([\d.]+) to &times;([\d.]+)",
+        page,
+    )
+    assert note, "no note beside a list of simulated and analytic rows"
+    assert 1 <= int(note.group(1)) <= len(ratios)
+    assert float(note.group(2)) == pytest.approx(min(ratios), abs=0.005)
+    assert float(note.group(3)) == pytest.approx(max(ratios), abs=0.005)
+    assert max(ratios) < 1  # queueing costs the simulated replicas goodput the analytic ignores
+    # a list that is simulated throughout has nothing to warn of
+    assert not few.candidates.filter(outcome="kept", estimate__comparison="analytic").exists()
+    few_page = alice_client.get(f"/selections/{few.pk}/candidates/").content.decode()
+    assert 'id="simulated-share"' not in few_page
+
+
 def test_the_plan_step_marks_the_chosen_candidates(
     catalog, alice, acme, alice_client, goal_payload
 ):
