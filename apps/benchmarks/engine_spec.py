@@ -107,14 +107,16 @@ def real_engine(
     kv_dtype: str | None,
     speculative: Speculative | None = None,
 ) -> dict[str, Any]:
-    """The stack's own engine adapter with the stack's settings (runner engines/stack.py words)."""
+    """The stack's own engine adapter with the stack's settings (runner engines/stack.py words).
+    The layout is read as the estimate read it: a missing or empty degree is 1."""
     engine = str(stack.get("engine") or "")
     if not engine:
         raise ValueError("the stack names no engine")
+    layout = Parallelism.of_stack(stack)
     options: dict[str, Any] = {
         "precision": str(stack["precision"]),
         "kv_dtype": kv_dtype,
-        **{key: stack.get(key, 1) for key in LAYOUT_DEGREES},
+        **{key: getattr(layout, key) for key in LAYOUT_DEGREES},
     }
     if speculative is not None:
         options["speculative"] = speculative.as_dict()
