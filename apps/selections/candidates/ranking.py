@@ -314,9 +314,11 @@ class Ranker:
         replica_rate = verdict.estimate.get("replica_max_rate_rps") or 0.0
         if replica_rate <= 0:
             return
-        dp, stages, points = stack.layout.dp, stack.layout.pp, []
+        schedulers, points = stack.layout.schedulers, []
         provider, config = self._provider(stack, measured_kernels=True), self._config(stack)
         for fraction in CURVE_FRACTIONS:
+            # one micro-batch scheduler is simulated; every one of the stack's serves alike
+            scheduler_rate = replica_rate * fraction / stack.layout.pp
             run = steady_run(
                 goal.workload,
                 n=self.sim_requests,
@@ -324,14 +326,12 @@ class Ranker:
                 step_time=provider,
                 config=config,
                 slo=goal.slo,
-                rate_rps=replica_rate * fraction / stages,
+                rate_rps=scheduler_rate,
             )
             points.append(
                 {
-                    "rate_rps": round(replica_rate * fraction * dp, 4),
-                    "goodput_rps": round(
-                        (run.summary.goodput_rps or 0.0) * stack.layout.schedulers, 4
-                    ),
+                    "rate_rps": round(scheduler_rate * schedulers, 4),
+                    "goodput_rps": round((run.summary.goodput_rps or 0.0) * schedulers, 4),
                     "attainment": round(run.summary.attainment or 0.0, 4),
                     "stationary": run.stationarity.stationary,
                 }
