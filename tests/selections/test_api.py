@@ -182,6 +182,29 @@ def test_the_candidate_list_returns_kept_and_dropped_stacks_in_the_documented_sh
     assert "hardware_unsupported" in codes
 
 
+def test_the_candidate_list_says_how_simulated_replicas_read_against_their_analytic_figures(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm", "mi300x"], max_gpus=2)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    _post(alice_client, f"{URL}{selection.pk}/candidates/compute/", {})
+    compute_candidates(selection.pk)
+
+    share = alice_client.get(f"{URL}{selection.pk}/candidates/?page_size=1").json()[
+        "simulated_share"
+    ]
+
+    kept = selection.candidates.filter(outcome="kept")
+    assert kept.filter(estimate__comparison="analytic").exists()
+    ratios = sorted(
+        row.estimate["goodput_per_gpu_rps"] / row.estimate["analytic_goodput_per_gpu_rps"]
+        for row in kept.filter(estimate__comparison="simulated")
+    )
+    assert (share["low"], share["high"]) == (pytest.approx(ratios[0]), pytest.approx(ratios[-1]))
+    assert share["low"] <= share["median"] <= share["high"]
+    assert 1 <= share["replicas"] <= len(ratios)
+
+
 def test_the_candidate_list_filters_by_engine_and_reason_code(
     catalog, alice, acme, alice_client, goal_payload
 ):

@@ -588,6 +588,13 @@ class DroppedGroupSerializer(serializers.Serializer):
     examples = serializers.ListField(child=serializers.CharField())
 
 
+class SimulatedShareSerializer(serializers.Serializer):
+    replicas = serializers.IntegerField(help_text="Distinct simulated replicas compared.")
+    low = serializers.FloatField()
+    median = serializers.FloatField()
+    high = serializers.FloatField()
+
+
 class CandidateListSerializer(serializers.Serializer):
     kept_count = serializers.IntegerField()
     dropped_count = serializers.IntegerField()
@@ -596,6 +603,13 @@ class CandidateListSerializer(serializers.Serializer):
     kept = KeptCandidateSerializer(many=True)
     dropped = DroppedCandidateSerializer(many=True)
     dropped_groups = DroppedGroupSerializer(many=True)
+    simulated_share = SimulatedShareSerializer(
+        allow_null=True,
+        help_text="When the kept list has analytic rows: each simulated replica's goodput per "
+        "GPU over its own analytic figure (low, median, high). The analytic estimate queues "
+        "nothing, so an analytic row's figure does not compare with a simulated row's; null "
+        "when every kept row is simulated or none is.",
+    )
 
 
 class CandidateQuerySerializer(serializers.Serializer):
