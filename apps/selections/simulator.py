@@ -256,7 +256,10 @@ class _Engine:
             while self.starts and self.starts[0] <= self.clock:
                 self._fill_clients(1, at=self.starts.popleft())
             if self.running or self.waiting:
-                self._step()
+                if self.waiting or self.prefilling:
+                    self._step()
+                else:
+                    self._decode_steps()
                 if self.max_steps is not None and self.step_index > self.max_steps:
                     raise SimulationTooLong(self.max_steps)
             elif self.starts:
@@ -316,6 +319,38 @@ class _Engine:
             self._after_chunk(seq, chunk, step)
         self._retire_decoders(step)
         self.step_index += 1
+
+    def _decode_steps(self) -> None:
+        """Steps of decoders alone, each as `_step` takes it, until a request waits, arrives or
+        a limit is reached: most of a long run's steps are such, and scheduling each found
+        nothing to schedule. A decoder due for a KV block when fewer blocks are free than there
+        are decoders may preempt, so that step is left to `_step` and its rules."""
+        seconds = self.seconds
+        next_arrival = self.pending[0].arrival_s if self.pending and not self.closed_loop else None
+        if self.starts and (next_arrival is None or self.starts[0] < next_arrival):
+            next_arrival = self.starts[0]
+        while True:
+            step, decoders = self.step_index, self.decoders
+            block_due = bool(self.block_events) and self.block_events[0][0] <= step
+            if block_due and self.free_blocks < decoders:
+                self._step()
+                return
+            if block_due:
+                self._grow_decoders(step)
+            context = self.decoder_computed + decoders
+            self.clock += seconds(0, decoders, context, context)
+            self.batch_tokens += decoders
+            self.decoder_computed += decoders
+            self._retire_decoders(step)
+            self.step_index = step + 1
+            if self.waiting or not self.decoders:
+                return
+            if self.max_steps is not None and self.step_index > self.max_steps:
+                return
+            if next_arrival is not None and next_arrival <= self.clock:
+                return
+            if self.max_sim_seconds is not None and self.clock >= self.max_sim_seconds:
+                return
 
     def _grow_decoders(self, step: int) -> None:
         """Give each decoder due for a new KV block this step its block, preempting if needed."""

@@ -5,6 +5,7 @@ import pytest
 from stackselect_domain.stepcost import StepCost
 from stackselect_domain.workload import Request, Workload, generate_requests
 
+from apps.selections import simulator
 from apps.selections.simulator import (
     FINISHED,
     REJECTED,
@@ -245,6 +246,41 @@ def test_a_spread_start_needs_a_closed_loop_and_a_positive_span(concurrency, spa
     requests = generate_requests(fixed_workload(256, 8, {"concurrency": 4}), 10, 0)
     with pytest.raises(ValueError, match="spread_start_s"):
         simulate(requests, COST, CONFIG, concurrency=concurrency, spread_start_s=span)
+
+
+@pytest.mark.parametrize(
+    ("arrival", "kv_capacity", "run"),
+    [
+        ({"process": "poisson", "rate_rps": 12}, 400_000, {}),
+        ({"process": "poisson", "rate_rps": 12}, 12_000, {}),  # preempts for KV blocks
+        ({"concurrency": 24}, 40_000, {"concurrency": 24}),
+        ({"concurrency": 24}, 40_000, {"concurrency": 24, "spread_start_s": 3.0}),
+        ({"process": "poisson", "rate_rps": 30}, 40_000, {"max_sim_seconds": 7.0}),
+    ],
+    ids=["open-loop", "preempting", "closed-loop", "spread-start", "time-limit"],
+)
+def test_steps_of_decoders_alone_are_taken_in_a_stride_with_the_full_steps_results(
+    monkeypatch, arrival, kv_capacity, run
+):
+    workload = Workload.from_dict(
+        {
+            "isl": {"kind": "lognormal", "median": 700, "sigma": 0.6},
+            "osl": {"kind": "lognormal", "median": 200, "sigma": 0.8},
+            "arrival": arrival,
+        }
+    )
+    requests = generate_requests(workload, 300, 3)
+    config = EngineConfig(
+        max_num_batched_tokens=2048, max_num_seqs=64, kv_capacity_tokens=kv_capacity
+    )
+
+    strided = simulate(requests, COST, config, **run)
+    monkeypatch.setattr(simulator._Engine, "_decode_steps", simulator._Engine._step)
+    stepped = simulate(requests, COST, config, **run)
+
+    assert strided.rows == stepped.rows
+    assert strided.summary == stepped.summary
+    assert strided.summary.steps > 400
 
 
 def test_a_time_limit_leaves_late_requests_unfinished():
