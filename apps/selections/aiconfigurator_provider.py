@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
+from django.db import models
 from packaging.version import InvalidVersion, Version
 from stackselect_domain.steptime import METHOD_AICONFIGURATOR, StepBatch
 
@@ -320,11 +321,12 @@ _CHOICES: dict[tuple, AicChoice] = {}
 
 
 def _model_content(model: ModelSpec) -> tuple:
-    """Every field of the model but its row id and sources: what an answer depends on."""
+    """Every field of the model but its row id and its JSON documents (the figures' sources):
+    what an answer depends on, and hashable."""
     return tuple(
         getattr(model, item.attname)
         for item in model._meta.concrete_fields
-        if item.name not in ("id", "sources")
+        if not item.primary_key and not isinstance(item, models.JSONField)
     )
 
 
