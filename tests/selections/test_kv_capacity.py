@@ -123,10 +123,12 @@ def test_an_open_loop_load_counts_sequences_by_rate_and_the_stacks_predicted_tim
     held = row.estimate["memory"]["max_concurrent_sequences"]
     assert held < needed < 900  # short of KV at the predicted time, far below the SLO's bound
     hint = next(h for h in row.hints if h["code"] == "kv_capacity_short")
+    side = "at least" if needed > latency["concurrency"] else "at most"
     assert (
         f"keeps {needed} in flight (1 req/s x {seconds:.3g} s predicted per request "
-        f"(roofline, analytic, at {latency['concurrency']} in flight))"
+        f"(roofline, analytic, at {latency['concurrency']} in flight); "
     ) in hint["message"]
+    assert f"so {side} this many)." in hint["message"]
     assert f"would hold {needed}" in hint["message"]
 
 
@@ -167,8 +169,27 @@ def test_a_predicted_time_on_a_stack_of_replicas_says_it_holds_at_one_replicas_l
     spread, how = needed_sequences(goal, PREDICTED, replicas=4)
 
     assert alone == spread == 42  # the deployment's load, whatever its replicas
-    assert how_alone.endswith("(roofline, analytic, at 9 in flight)")
-    assert how.endswith("(roofline, analytic, at 9 in flight per replica (36 over the 4 replicas))")
+    assert "(roofline, analytic, at 9 in flight); more are in flight than that" in how_alone
+    assert "(roofline, analytic, at 9 in flight per replica (36 over the 4 replicas)); " in how
+
+
+@pytest.mark.parametrize(
+    ("predicted_at", "words"),
+    [
+        (9, "; more are in flight than that and each takes longer, so at least this many"),
+        (100, "; fewer are in flight than that and each takes less, so at most this many"),
+        (42, ")"),
+    ],
+    ids=["lower-bound", "upper-bound", "at-its-own-load"],
+)
+def test_a_count_from_a_time_predicted_at_another_load_says_which_way_it_bounds(
+    catalog, goal_payload, predicted_at, words
+):
+    goal = _two_rps_goal(goal_payload)
+
+    needed, how = needed_sequences(goal, {**PREDICTED, "concurrency": predicted_at}, replicas=1)
+
+    assert needed == 42 and how.endswith(words)
 
 
 def test_an_expert_group_short_of_kv_is_offered_more_whole_groups(

@@ -66,7 +66,8 @@ def needed_sequences(
     TPOT for every further token at its operating point, one of the `replicas`' requests in
     flight) where it has one: what the SLO allows a request is only a bound, and a generous
     end-to-end target (minutes, for long outputs) would ask for many times the replicas the
-    stack needs. Without a prediction it is that bound.
+    stack needs. Without a prediction it is that bound. A time predicted at another load than
+    the count it gives bounds that count from one side, and the words say which.
     """
     if goal.concurrency:
         return goal.concurrency, f"{goal.concurrency} concurrent clients"
@@ -76,14 +77,29 @@ def needed_sequences(
     load = rate * goal.peak_factor
     if latency:
         seconds = request_ms(latency["ttft_ms"], latency["tpot_ms"], goal.osl) / 1e3
+        needed = math.ceil(load * seconds)
         point = in_flight(latency["concurrency"], replicas)
-        how = f"predicted per request ({latency['label']}, at {point})"
-    else:
-        allowed = _allowed_seconds(goal)
-        if allowed is None:
-            return None
-        seconds, how = allowed, "allowed per request by the SLO"
-    return math.ceil(load * seconds), f"{load:g} req/s x {seconds:.3g} s {how}"
+        bound = _bound(needed, latency["concurrency"] * replicas)
+        return needed, (
+            f"{load:g} req/s x {seconds:.3g} s predicted per request ({latency['label']}, "
+            f"at {point}){bound}"
+        )
+    allowed = _allowed_seconds(goal)
+    if allowed is None:
+        return None
+    return math.ceil(
+        load * allowed
+    ), f"{load:g} req/s x {allowed:.3g} s allowed per request by the SLO"
+
+
+def _bound(needed: int, predicted_at: int) -> str:
+    """A request's time grows with the requests in flight beside it, so a count from a time
+    predicted at another load bounds the load's own count from one side."""
+    if needed > predicted_at:
+        return "; more are in flight than that and each takes longer, so at least this many"
+    if needed < predicted_at:
+        return "; fewer are in flight than that and each takes less, so at most this many"
+    return ""
 
 
 def _allowed_seconds(goal: Goal) -> float | None:
