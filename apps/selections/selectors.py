@@ -178,16 +178,6 @@ def dropped_groups(*, selection: Selection) -> list[DroppedGroup]:
     return group_dropped(rows.order_by("id").values_list("stack", "reasons").iterator(2000))
 
 
-def simulated_methods(*, selection: Selection) -> list[str]:
-    """The methods that timed the simulated comparison's rows, each once: more than one means
-    its order sets methods whose errors differ against each other (the roofline on one GPU,
-    AIConfigurator's measured kernels on another)."""
-    rows = Candidate.objects.filter(
-        selection=selection, outcome=CandidateOutcome.KEPT, estimate__comparison="simulated"
-    )
-    return sorted({label for label in rows.values_list("estimate__label", flat=True) if label})
-
-
 @dataclass(frozen=True)
 class SimulatedShare:
     """How the simulated comparison's replicas read against their own analytic figure."""
@@ -198,23 +188,51 @@ class SimulatedShare:
     high: float
 
 
-def simulated_share(*, selection: Selection) -> SimulatedShare | None:
-    """Each simulated replica's goodput per GPU over its analytic one, when the list also has
-    analytic rows: the analytic estimate queues nothing, so a figure from it sits beside the
-    simulated ones without being comparable, and this says by how much they differ here."""
-    kept = Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
-    if not kept.filter(estimate__comparison="analytic").exists():
-        return None
-    pairs = kept.filter(estimate__comparison="simulated").values_list(
-        "estimate__goodput_per_gpu_rps", "estimate__analytic_goodput_per_gpu_rps"
+@dataclass(frozen=True)
+class SimulatedComparison:
+    """What the page says of the simulated comparison as a whole.
+
+    - methods: the methods that timed its rows, each once; more than one means its order sets
+      methods whose errors differ against each other (the roofline on one GPU, AIConfigurator's
+      measured kernels on another)
+    - share: each simulated replica's goodput per GPU over its analytic one, when the list also
+      has analytic rows: the analytic estimate queues nothing, so a figure from it sits beside
+      the simulated ones without being comparable, and this says by how much they differ here
+    """
+
+    methods: list[str]
+    share: SimulatedShare | None
+
+
+def simulated_comparison(*, selection: Selection) -> SimulatedComparison:
+    """Both from one query over the kept rows' distinct figures (backends and dp copies of a
+    replica share them)."""
+    rows = (
+        Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
+        .values_list(
+            "estimate__comparison",
+            "estimate__label",
+            "estimate__goodput_per_gpu_rps",
+            "estimate__analytic_goodput_per_gpu_rps",
+        )
+        .distinct()
     )
-    ratios = sorted(
-        simulated / analytic
-        for simulated, analytic in set(pairs)  # backends and dp copies share one replica
-        if simulated is not None and analytic
-    )
+    methods, ratios, analytic_rows = set(), [], False
+    for comparison, label, figure, analytic in rows:
+        if comparison != "simulated":
+            analytic_rows = True
+            continue
+        if label:
+            methods.add(label)
+        if figure is not None and analytic:
+            ratios.append(figure / analytic)
+    return SimulatedComparison(sorted(methods), _share(ratios) if analytic_rows else None)
+
+
+def _share(ratios: list[float]) -> SimulatedShare | None:
     if not ratios:
         return None
+    ratios.sort()
     middle = len(ratios) // 2
     median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
     return SimulatedShare(len(ratios), ratios[0], median, ratios[-1])

@@ -109,7 +109,7 @@ class SelectionViewSet(
             "kept": kept,
             "dropped": list(lists[CandidateOutcome.DROPPED][window]),
             "dropped_groups": selectors.dropped_groups(selection=selection),
-            "simulated_share": selectors.simulated_share(selection=selection),
+            "simulated_share": selectors.simulated_comparison(selection=selection).share,
         }
         published = published_nearest.published_for(selection=selection, candidates=kept)
         for candidate in kept:  # one nested serializer for the page, not one per candidate
