@@ -387,7 +387,9 @@ class PublishedGoal:
     """A stack and workload to compare published rows with; None means "not stated".
 
     The model is required (another model's figures say little); everything else is preferred.
-    A goal gives `concurrency` (closed loop) or `rate_rps` (open loop), or neither.
+    A goal gives `concurrency` (closed loop) or `rate_rps` (open loop), or neither. An open-loop
+    goal's `in_flight` is its requests in flight by the stack's own predicted time in the system
+    (Little's law), weighed against a row's clients as a concurrency is; None when unpredicted.
     """
 
     model_slug: str
@@ -396,6 +398,7 @@ class PublishedGoal:
     osl: int
     concurrency: int | None = None
     rate_rps: float | None = None
+    in_flight: int | None = None
     engine_slug: str | None = None
     engine_version: str | None = None
     precision: str | None = None
@@ -461,7 +464,8 @@ class _RowTable:
             distance = distance + MAX_LOAD_WEIGHT * self.max_load
         for name in (*_DEGREES, "isl", "osl"):
             distance = distance + self._doublings(name, getattr(goal, name))
-        return distance + CONCURRENCY_WEIGHT * self._doublings("concurrency", goal.concurrency)
+        load = goal.concurrency if goal.concurrency is not None else goal.in_flight
+        return distance + CONCURRENCY_WEIGHT * self._doublings("concurrency", load)
 
 
 def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
@@ -473,9 +477,14 @@ def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
             return None
         return f"concurrency {measured} vs the goal's {goal.concurrency}"
     if goal.rate_rps is not None:
+        predicted = (
+            f", about {goal.in_flight} in flight by the stack's predicted time"
+            if goal.in_flight
+            else ""
+        )
         return (
             f"concurrency {measured} (closed loop) vs the goal's rate of {goal.rate_rps:g} req/s "
-            "(open loop)"
+            f"(open loop{predicted})"
         )
     return None
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from stackselect_domain.slo import request_ms
 from stackselect_domain.workload import parse_length
 
 from apps.catalog.selectors import PublishedGoal, nearest_published_many
@@ -37,8 +38,10 @@ def estimate_published(
     osl: int,
     concurrency: int | None,
     rate_rps: float | None,
+    e2e_ms: float | None,
 ) -> dict[str, Any]:
-    """The estimate's `published` rows and, when there are none, the note saying why."""
+    """The estimate's `published` rows and, when there are none, the note saying why; a rate
+    is weighed as the requests it keeps in flight for `e2e_ms` each (the answer's own time)."""
     stack = {
         "accelerator": accelerator,
         "engine": engine,
@@ -46,7 +49,13 @@ def estimate_published(
         "precision": precision,
         **asdict(layout),
     }
-    terms = {"isl": isl, "osl": osl, "concurrency": concurrency, "rate_rps": rate_rps}
+    terms = {
+        "isl": isl,
+        "osl": osl,
+        "concurrency": concurrency,
+        "rate_rps": rate_rps,
+        "in_flight": _in_flight(rate_rps, e2e_ms),
+    }
     rows = nearest_published_many([_stack_goal(model, stack, terms)])[0]
     return {"published": rows, "published_note": None if rows else none_note(model)}
 
@@ -62,6 +71,22 @@ def _workload_terms(workload: Mapping[str, Any]) -> dict[str, Any]:
         "concurrency": arrival.get("concurrency"),
         "rate_rps": None if arrival.get("concurrency") else rate,
     }
+
+
+def _in_flight(rate_rps: float | None, e2e_ms: float | None) -> int | None:
+    """Requests an open loop keeps in flight at `e2e_ms` each (Little's law)."""
+    if not rate_rps or not e2e_ms:
+        return None
+    return max(1, math.ceil(rate_rps * e2e_ms / 1e3))
+
+
+def _predicted_e2e_ms(candidate: Candidate, osl: int) -> float | None:
+    """The candidate's predicted time in the system: its analytic TTFT plus TPOT for every
+    further token (the figures the row itself shows, with their method)."""
+    latency = (candidate.estimate or {}).get("latency") or {}
+    if latency.get("ttft_ms") is None or latency.get("tpot_ms") is None:
+        return None
+    return request_ms(latency["ttft_ms"], latency["tpot_ms"], osl)
 
 
 def _stack_goal(
@@ -90,6 +115,16 @@ def published_for(
     if selection.model is None or not candidates:
         return {candidate.pk: [] for candidate in candidates}
     terms = _workload_terms(selection.workload)
-    goals = [_stack_goal(selection.model.slug, c.stack, terms) for c in candidates]
+    goals = [
+        _stack_goal(
+            selection.model.slug,
+            c.stack,
+            {
+                **terms,
+                "in_flight": _in_flight(terms["rate_rps"], _predicted_e2e_ms(c, terms["osl"])),
+            },
+        )
+        for c in candidates
+    ]
     answers = nearest_published_many(goals)
     return {candidate.pk: rows for candidate, rows in zip(candidates, answers, strict=True)}

@@ -179,18 +179,6 @@ def stateless_estimate(
         "stationary": None,
         "stationarity": None,
         "spread_start": None,
-        **estimate_published(
-            model=model,
-            accelerator=accelerator,
-            engine=engine,
-            engine_version=release.version if release else "",
-            precision=precision,
-            layout=layout,
-            isl=isl,
-            osl=osl,
-            concurrency=concurrency,
-            rate_rps=rate_rps,
-        ),
     }
     wants_simulation = concurrency is not None or rate_rps is not None
     if wants_simulation and memory.fits:
@@ -227,6 +215,21 @@ def stateless_estimate(
             answer["spread_start"] = {**simulated(span_s), **_spread_words(clients, span_s)}
     elif wants_simulation:
         answer["stationarity"] = f"not simulated: {memory.reason}"
+    answer.update(
+        estimate_published(
+            model=model,
+            accelerator=accelerator,
+            engine=engine,
+            engine_version=release.version if release else "",
+            precision=precision,
+            layout=layout,
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            rate_rps=rate_rps,
+            e2e_ms=answer["e2e_ms"],
+        )
+    )
     banded = METRICS + (("throughput_rps",) if "throughput_rps" in answer else ())
     answer["error_band"] = error_bands(
         answer["method"], banded, engine=engine or None, vendor=hardware.vendor

@@ -301,6 +301,32 @@ def test_a_goal_at_a_rate_says_each_rows_fixed_concurrency_differs_from_it() -> 
 
 
 @pytest.mark.django_db
+def test_a_goal_at_a_rate_weighs_its_predicted_requests_in_flight_against_each_rows_clients():
+    many = {
+        "silicon_data_source": "db-dump/2026-04-27; silicon_concurrency=256; measured=2026-04-17",
+        "batch_size": "256",
+        "silicon_ttft_ms": "900",
+        "silicon_tpot_ms": "21",
+    }
+    _import(sample_row(id="sixteen"), sample_row(id="many", **many))
+    rate = replace(GOAL, concurrency=None, rate_rps=4.0)
+
+    unpredicted = [entry["source"]["row"] for entry in _nearest(rate)]
+    light = _nearest(replace(rate, in_flight=14))
+    heavy = _nearest(replace(rate, in_flight=240))
+
+    # without a predicted time no load is weighed: the two rows tie, listed by their row ids
+    assert unpredicted == ["many", "sixteen"]
+    assert [entry["source"]["row"] for entry in light] == ["sixteen", "many"]
+    assert [entry["source"]["row"] for entry in heavy] == ["many", "sixteen"]
+    assert light[0]["distance"] < light[1]["distance"]
+    assert light[0]["differences"][-1] == (
+        "concurrency 16 (closed loop) vs the goal's rate of 4 req/s "
+        "(open loop, about 14 in flight by the stack's predicted time)"
+    )
+
+
+@pytest.mark.django_db
 def test_a_held_out_row_is_shown_as_evidence_and_says_no_fit_used_it() -> None:
     # sha256("Qwen/Qwen3-32B|h100_sxm|vllm") is 0 mod 5: the row is held out
     _import(sample_row(id="held", model_path="Qwen/Qwen3-32B"), sample_row(id="fitted"))

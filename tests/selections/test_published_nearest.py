@@ -4,6 +4,8 @@ candidate and compare pages, each labelled as published by its source, never as 
 from __future__ import annotations
 
 import html
+import math
+import re
 from dataclasses import replace
 from io import StringIO
 
@@ -82,6 +84,22 @@ def test_the_estimate_answers_the_nearest_published_rows_with_their_source_and_d
     assert first["held_out"] is False and first["fit_use"]
 
 
+def test_an_estimate_at_a_rate_weighs_the_requests_its_own_time_keeps_in_flight(
+    published, alice_client
+):
+    body = _estimate(alice_client, {**H100_STACK, "rate_rps": 4}).json()
+
+    in_flight = math.ceil(4 * body["e2e_ms"] / 1e3)  # Little's law on the answer's own time
+    first = body["published"][0]
+    assert first["differences"][-1] == (
+        "concurrency 16 (closed loop) vs the goal's rate of 4 req/s "
+        f"(open loop, about {in_flight} in flight by the stack's predicted time)"
+    )
+    assert first["distance"] == pytest.approx(
+        1 + 0.5 * abs(math.log2(16 / in_flight)), abs=1e-3
+    )  # another engine version, and the clients' doublings from the predicted load
+
+
 def test_the_estimate_for_a_model_without_published_rows_answers_none_and_says_why(
     published, alice_client
 ):
@@ -127,8 +145,14 @@ def test_the_candidate_page_shows_each_stacks_nearest_published_rows_labelled_by
     assert f"{SOURCE_NAME}</a>, as of 2026-12-01" in page
     assert "not the team's own evidence" in page
     assert page.count('data-source-row="exact"') == min(kept, 50)
-    # the goal arrives at a rate; the published rows were measured at a fixed concurrency
-    assert "concurrency 16 (closed loop) vs the goal's rate of 4 req/s (open loop)" in page
+    # the goal arrives at a rate; the published rows were measured at a fixed concurrency, and
+    # the rate is put in the same terms by each stack's own predicted time in the system
+    loads = re.findall(
+        r"concurrency 16 \(closed loop\) vs the goal's rate of 4 req/s \(open loop, about "
+        r"(\d+) in flight by the stack's predicted time\)",
+        page,
+    )
+    assert loads and all(int(load) >= 1 for load in loads)
 
 
 def test_the_candidate_page_says_so_when_the_model_has_no_published_rows(
