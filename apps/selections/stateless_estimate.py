@@ -234,6 +234,10 @@ def stateless_estimate(
     answer["error_band"] = error_bands(
         answer["method"], banded, engine=engine or None, vendor=hardware.vendor
     )
+    if answer["spread_start"]:  # the same method's figures, so the same bands
+        answer["spread_start"].update(
+            method_label=answer["method_label"], error_band=answer["error_band"]
+        )
     return answer
 
 

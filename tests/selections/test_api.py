@@ -432,6 +432,10 @@ def test_a_closed_loop_estimate_also_answers_with_its_clients_started_one_after_
     assert spread["ttft_ms"] == pytest.approx(spread["percentiles"]["ttft_ms"]["mean"])
     assert spread["throughput_rps"] == pytest.approx(body["throughput_rps"], rel=0.2)
     assert "16 clients together" in spread["note"] and "between the two" in spread["note"]
+    # the same step times as the answer's own figures: the same method, the same bands
+    assert spread["method_label"] == body["method_label"] == "roofline, simulated"
+    assert spread["error_band"] == body["error_band"]
+    assert spread["error_band"]["ttft_ms"]["band"] is not None
 
 
 @pytest.mark.parametrize(

@@ -821,6 +821,8 @@ class SpreadStartSerializer(serializers.Serializer):
     stationary = serializers.BooleanField()
     stationarity = serializers.CharField()
     note = serializers.CharField(help_text="What differs from the answer's own figures, and why.")
+    method_label = serializers.CharField(help_text="The answer's own: the same step times.")
+    error_band = MetricErrorBandsSerializer(help_text="The answer's own method's bands.")
 
 
 class EstimateOutputSerializer(serializers.Serializer):
