@@ -388,8 +388,9 @@ class PublishedGoal:
 
     The model is required (another model's figures say little); everything else is preferred.
     A goal gives `concurrency` (closed loop) or `rate_rps` (open loop), or neither. An open-loop
-    goal's `in_flight` is its requests in flight by the stack's own predicted time in the system
-    (Little's law), weighed against a row's clients as a concurrency is; None when unpredicted.
+    goal's `predicted_in_flight` is its requests in flight by the stack's own predicted time in
+    the system (Little's law), weighed against a row's clients as a concurrency is; None when
+    unpredicted.
     """
 
     model_slug: str
@@ -398,7 +399,7 @@ class PublishedGoal:
     osl: int
     concurrency: int | None = None
     rate_rps: float | None = None
-    in_flight: int | None = None
+    predicted_in_flight: int | None = None
     engine_slug: str | None = None
     engine_version: str | None = None
     precision: str | None = None
@@ -464,7 +465,7 @@ class _RowTable:
             distance = distance + MAX_LOAD_WEIGHT * self.max_load
         for name in (*_DEGREES, "isl", "osl"):
             distance = distance + self._doublings(name, getattr(goal, name))
-        load = goal.concurrency if goal.concurrency is not None else goal.in_flight
+        load = goal.concurrency if goal.concurrency is not None else goal.predicted_in_flight
         return distance + CONCURRENCY_WEIGHT * self._doublings("concurrency", load)
 
 
@@ -478,8 +479,8 @@ def _load_difference(row: PublishedRowFacts, goal: PublishedGoal) -> str | None:
         return f"concurrency {measured} vs the goal's {goal.concurrency}"
     if goal.rate_rps is not None:
         predicted = (
-            f", about {goal.in_flight} in flight by the stack's predicted time"
-            if goal.in_flight
+            f", about {goal.predicted_in_flight} in flight by the stack's predicted time"
+            if goal.predicted_in_flight
             else ""
         )
         return (

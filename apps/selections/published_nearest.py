@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from stackselect_domain.slo import request_ms
+from stackselect_domain.slo import request_ms, requests_in_flight
 from stackselect_domain.workload import parse_length
 
 from apps.catalog.selectors import PublishedGoal, nearest_published_many
@@ -54,7 +54,7 @@ def estimate_published(
         "osl": osl,
         "concurrency": concurrency,
         "rate_rps": rate_rps,
-        "in_flight": _in_flight(rate_rps, e2e_ms),
+        "predicted_in_flight": _predicted_in_flight(rate_rps, e2e_ms),
     }
     rows = nearest_published_many([_stack_goal(model, stack, terms)])[0]
     return {"published": rows, "published_note": None if rows else none_note(model)}
@@ -73,11 +73,11 @@ def _workload_terms(workload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _in_flight(rate_rps: float | None, e2e_ms: float | None) -> int | None:
+def _predicted_in_flight(rate_rps: float | None, e2e_ms: float | None) -> int | None:
     """Requests an open loop keeps in flight at `e2e_ms` each (Little's law)."""
     if not rate_rps or not e2e_ms:
         return None
-    return max(1, math.ceil(rate_rps * e2e_ms / 1e3))
+    return requests_in_flight(rate_rps, e2e_ms / 1e3)
 
 
 def _predicted_e2e_ms(candidate: Candidate, osl: int) -> float | None:
@@ -121,7 +121,9 @@ def published_for(
             c.stack,
             {
                 **terms,
-                "in_flight": _in_flight(terms["rate_rps"], _predicted_e2e_ms(c, terms["osl"])),
+                "predicted_in_flight": _predicted_in_flight(
+                    terms["rate_rps"], _predicted_e2e_ms(c, terms["osl"])
+                ),
             },
         )
         for c in candidates

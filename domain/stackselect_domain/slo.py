@@ -106,6 +106,12 @@ def request_ms(ttft_ms: float, tpot_ms: float, osl: int) -> float:
     return ttft_ms + tpot_ms * max(osl - 1, 0)
 
 
+def requests_in_flight(rate_rps: float, request_s: float) -> int:
+    """Requests an open loop at `rate_rps` keeps in the system when each stays `request_s`
+    (Little's law), rounded up: a fraction of a request still needs its KV and a batch slot."""
+    return max(1, math.ceil(rate_rps * request_s))
+
+
 def _finite(value: float, name: str) -> None:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")

@@ -312,8 +312,8 @@ def test_a_goal_at_a_rate_weighs_its_predicted_requests_in_flight_against_each_r
     rate = replace(GOAL, concurrency=None, rate_rps=4.0)
 
     unpredicted = [entry["source"]["row"] for entry in _nearest(rate)]
-    light = _nearest(replace(rate, in_flight=14))
-    heavy = _nearest(replace(rate, in_flight=240))
+    light = _nearest(replace(rate, predicted_in_flight=14))
+    heavy = _nearest(replace(rate, predicted_in_flight=240))
 
     # without a predicted time no load is weighed: the two rows tie, listed by their row ids
     assert unpredicted == ["many", "sixteen"]

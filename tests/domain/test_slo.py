@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from stackselect_domain.slo import SLO, SLOVerdict, judge, pooled, request_ms
+from stackselect_domain.slo import SLO, SLOVerdict, judge, pooled, request_ms, requests_in_flight
 
 SLO_TTFT_TPOT = SLO(ttft_ms=200, tpot_ms=50, attainment=0.9, percentile=50)
 
@@ -101,3 +101,9 @@ def test_a_requests_time_is_its_ttft_then_one_tpot_per_token_after_the_first():
     assert request_ms(200.0, 20.0, 101) == pytest.approx(2200.0)
     assert request_ms(200.0, 20.0, 1) == 200.0
     assert request_ms(200.0, 20.0, 0) == 200.0
+
+
+def test_an_open_loops_requests_in_flight_are_its_rate_times_their_time_rounded_up():
+    assert requests_in_flight(4.0, 2.2) == 9
+    assert requests_in_flight(4.0, 0.5) == 2
+    assert requests_in_flight(0.1, 0.2) == 1

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stackselect_domain.slo import request_ms
+from stackselect_domain.slo import request_ms, requests_in_flight
 
 from apps.catalog.choices import Maturity, MemoryBasis
 from apps.catalog.models import EngineRelease
@@ -77,7 +77,7 @@ def needed_sequences(
     load = rate * goal.peak_factor
     if latency:
         seconds = request_ms(latency["ttft_ms"], latency["tpot_ms"], goal.osl) / 1e3
-        needed = math.ceil(load * seconds)
+        needed = requests_in_flight(load, seconds)
         point = in_flight(latency["concurrency"], replicas)
         bound = _bound(needed, latency["concurrency"] * replicas)
         return needed, (
@@ -87,9 +87,10 @@ def needed_sequences(
     allowed = _allowed_seconds(goal)
     if allowed is None:
         return None
-    return math.ceil(
-        load * allowed
-    ), f"{load:g} req/s x {allowed:.3g} s allowed per request by the SLO"
+    return (
+        requests_in_flight(load, allowed),
+        f"{load:g} req/s x {allowed:.3g} s allowed per request by the SLO",
+    )
 
 
 def _bound(needed: int, predicted_at: int) -> str:
