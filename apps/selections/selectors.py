@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet, TextField
+from django.db.models import Case, Count, F, JSONField, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from stackselect_domain.slo import SLO
 
@@ -206,14 +206,20 @@ class SimulatedComparison:
 
 def simulated_comparison(*, selection: Selection) -> SimulatedComparison:
     """Both from one query over the kept rows' distinct figures (backends and dp copies of a
-    replica share them)."""
+    replica share them); an analytic row's figures are read as null, so however many there
+    are they come back as one row that says they exist."""
+    simulated = Q(estimate__comparison="simulated")
+
+    def if_simulated(key: str) -> Case:
+        return Case(When(simulated, then=F(f"estimate__{key}")), output_field=JSONField())
+
     rows = (
         Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
         .values_list(
             "estimate__comparison",
-            "estimate__label",
-            "estimate__goodput_per_gpu_rps",
-            "estimate__analytic_goodput_per_gpu_rps",
+            if_simulated("label"),
+            if_simulated("goodput_per_gpu_rps"),
+            if_simulated("analytic_goodput_per_gpu_rps"),
         )
         .distinct()
     )
