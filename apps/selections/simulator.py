@@ -185,6 +185,7 @@ class _Seq:
         "order",
         "preemptions",
         "request",
+        "shared",
         "state",
     )
 
@@ -195,7 +196,8 @@ class _Seq:
         self.num_known = request.input_tokens  # tokens whose KV must exist before sampling
         self.num_computed = 0
         self.generated = 0
-        self.blocks = 0
+        self.blocks = 0  # blocks of its own
+        self.shared = 0  # blocks of its group's cached prefix it reads, held by the group
         self.order = -1
         self.epoch = 0
         self.preemptions = 0
@@ -235,6 +237,11 @@ class _Engine:
         self.finish_events: list[tuple[int, int, int, _Seq]] = []
         self.next_order = 0
         self.cached_groups: set[int] = set()
+        # A cached prefix's blocks are held once for its group (engines share them by reference)
+        # and kept while any sequence reads them; an unread one is evicted, least recently used
+        # first, when blocks run short.
+        self.group_blocks: OrderedDict[int, int] = OrderedDict()
+        self.group_readers: dict[int, int] = {}
         self.prefix_hit_tokens = 0
         self.batch_tokens = 0
         self.outcomes: dict[int, RequestOutcome] = {}
@@ -369,7 +376,7 @@ class _Engine:
             if seq.state != _PREFILLING:
                 continue  # preempted for an older sequence earlier in this loop
             chunk = min(seq.num_known - seq.num_computed, budget)
-            extra = self.config.blocks_for(seq.num_computed + chunk) - seq.blocks
+            extra = self.config.blocks_for(seq.num_computed + chunk) - seq.blocks - seq.shared
             if not self._reserve_blocks(seq, extra, self.step_index):
                 break  # it was the newest running sequence, so nothing after it runs either
             chunks.append((seq, chunk))
@@ -385,7 +392,10 @@ class _Engine:
             chunk = min(need, budget)
             if chunk < need and not config.chunked_prefill:
                 break
-            blocks = config.blocks_for(cached + chunk)
+            shared = cached // config.kv_block_size
+            blocks = config.blocks_for(cached + chunk) - shared
+            while blocks > self.free_blocks and self._evict_unread(keep=seq.request.prefix_group):
+                pass
             if blocks > self.free_blocks:
                 break
             self.waiting.popleft()
@@ -393,6 +403,8 @@ class _Engine:
             seq.num_computed = cached
             seq.blocks = blocks
             self.free_blocks -= blocks
+            if shared:
+                self._read_group(seq, shared)
             seq.order = self.next_order
             self.next_order += 1
             seq.state = _PREFILLING
@@ -400,6 +412,41 @@ class _Engine:
             self.prefilling.append(seq)
             chunks.append((seq, chunk))
             budget -= chunk
+
+    def _read_group(self, seq: _Seq, shared: int) -> None:
+        group = seq.request.prefix_group
+        seq.shared = shared
+        self.group_readers[group] += 1
+        self.group_blocks.move_to_end(group)
+
+    def _cache_group(self, seq: _Seq) -> None:
+        """seq has just computed its group's prefix: the prefix's whole blocks pass from seq to
+        the group, and seq reads them from there like every later sequence of the group."""
+        group = seq.request.prefix_group
+        self.cached_groups.add(group)
+        blocks = seq.request.prefix_tokens // self.config.kv_block_size
+        if not self.config.prefix_caching or not blocks:
+            return
+        seq.blocks -= blocks
+        self.group_blocks[group] = blocks
+        self.group_readers[group] = 0
+        self._read_group(seq, blocks)
+
+    def _evict_unread(self, keep: int | None = None) -> bool:
+        """Free the least recently read cached prefix no running sequence reads (other than
+        `keep`); False when there is none."""
+        for group, blocks in self.group_blocks.items():
+            if group != keep and not self.group_readers[group]:
+                del self.group_blocks[group], self.group_readers[group]
+                self.cached_groups.discard(group)
+                self.free_blocks += blocks
+                return True
+        return False
+
+    def _stop_reading(self, seq: _Seq) -> None:
+        if seq.shared:
+            self.group_readers[seq.request.prefix_group] -= 1
+            seq.shared = 0
 
     def _prefix_hit(self, seq: _Seq) -> int:
         """Tokens of a cached shared prefix, in whole blocks, leaving one token to compute."""
@@ -412,8 +459,13 @@ class _Engine:
     def _after_chunk(self, seq: _Seq, chunk: int, step: int) -> None:
         seq.num_computed += chunk
         request = seq.request
-        if request.prefix_group is not None and seq.num_computed >= request.prefix_tokens:
-            self.cached_groups.add(request.prefix_group)
+        group = request.prefix_group
+        if (
+            group is not None
+            and group not in self.cached_groups
+            and seq.num_computed >= request.prefix_tokens
+        ):
+            self._cache_group(seq)
         if seq.num_computed < seq.num_known:
             return
         self.prefilling.remove(seq)
@@ -436,7 +488,8 @@ class _Engine:
         self.decoder_computed += seq.num_computed
         heapq.heappush(self.finish_events, (seq.finish_step, seq.order, seq.epoch, seq))
         # The step whose token overflows the blocks held: computed before it = blocks * size.
-        block_due = first_step + seq.blocks * self.config.kv_block_size - seq.num_computed
+        held = seq.blocks + seq.shared
+        block_due = first_step + held * self.config.kv_block_size - seq.num_computed
         if block_due <= seq.finish_step:
             heapq.heappush(self.block_events, (block_due, seq.order, seq.epoch, seq))
 
@@ -464,6 +517,8 @@ class _Engine:
         Returns False when seq itself had to be preempted.
         """
         while self.free_blocks < count:
+            if self._evict_unread():
+                continue
             _, victim = self.running.popitem(last=True)
             self._preempt(victim, step)
             if victim is seq:
@@ -480,6 +535,7 @@ class _Engine:
             self.prefilling.remove(seq)
         self.free_blocks += seq.blocks
         seq.blocks = 0
+        self._stop_reading(seq)
         seq.num_computed = 0
         seq.num_known = seq.request.input_tokens + seq.generated
         seq.epoch += 1
@@ -491,6 +547,7 @@ class _Engine:
         del self.running[seq.order]
         self.free_blocks += seq.blocks
         seq.blocks = 0
+        self._stop_reading(seq)
         seq.state = _DONE
         self._record(seq.request, FINISHED, seq.arrival_s, seq.preemptions, seq.first_token_s)
         self._fill_clients(1)

@@ -252,12 +252,40 @@ def micro_batch_config(config: EngineConfig, stages: int) -> EngineConfig:
     )
 
 
-def saturating_clients(workload: Workload, config: EngineConfig) -> int:
-    """Clients that keep the replica full: as many sequences as it admits (max_num_seqs) or its
-    KV cache holds at the workload's mean context, whichever is fewer; more would only wait."""
+def shared_prefix_tokens(workload: Workload, config: EngineConfig) -> int:
+    """Tokens of the workload's shared prefix an engine caching prefixes holds once per group
+    and serves from there: its whole blocks (0 when the engine does not cache prefixes)."""
+    if not config.prefix_caching or workload.prefix_share <= 0:
+        return 0
+    return workload.prefix_tokens - workload.prefix_tokens % config.kv_block_size
+
+
+def expected_hit_tokens(workload: Workload, config: EngineConfig, isl: int) -> float:
+    """A typical prompt's tokens served from the prefix cache: the shared prefix's whole
+    blocks, leaving one token of an `isl`-token prompt to compute, times the share of prompts
+    that carry it (the first of each group, which computes it, left out)."""
+    prefix = shared_prefix_tokens(workload, config)
+    last_block = (isl - 1) - (isl - 1) % config.kv_block_size
+    return workload.prefix_share * min(prefix, last_block)
+
+
+def sequences_held(workload: Workload, config: EngineConfig) -> int:
+    """Sequences the KV cache holds at the workload's mean context, each shared prefix held
+    once per group where the engine caches prefixes (as the simulator holds them)."""
     context = workload.input_length.mean() + workload.output_length.mean()
     held = int(config.kv_capacity_tokens // max(context, 1.0))
-    return max(1, min(config.max_num_seqs, held))
+    prefix = shared_prefix_tokens(workload, config)
+    if prefix:
+        own = context - workload.prefix_share * prefix
+        free = config.kv_capacity_tokens - workload.prefix_groups * prefix
+        held = max(held, int(free // max(own, 1.0)))
+    return held
+
+
+def saturating_clients(workload: Workload, config: EngineConfig) -> int:
+    """Clients that keep the replica full: as many sequences as it admits (max_num_seqs) or its
+    KV cache holds, whichever is fewer; more would only wait."""
+    return max(1, min(config.max_num_seqs, sequences_held(workload, config)))
 
 
 def capacity_run(

@@ -1,5 +1,7 @@
 """Continuous-batching simulator: latency at low load, queue growth past saturation, scheduling."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from stackselect_domain.stepcost import StepCost
@@ -204,6 +206,48 @@ def test_a_seen_prefix_is_reused_in_whole_blocks():
     uncached = simulate(requests, COST, uncached_config)
     assert uncached.summary.prefix_hit_tokens == 0
     assert mean_ttft(cached.rows[1:]) < mean_ttft(uncached.rows[1:])
+
+
+def test_a_cached_prefix_is_held_once_for_every_sequence_that_reads_it():
+    # 32 blocks of 16 tokens. Each request is a 96-token (6-block) prefix, 16 tokens of its own
+    # and 48 outputs: 10 blocks alone, so four copies (40) do not fit, while one shared prefix
+    # and four requests' own 4 blocks (22) do.
+    config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=512)
+    requests = [
+        Request(
+            index=i,
+            arrival_s=0.0 if i == 0 else 1e-6,
+            input_tokens=112,
+            output_tokens=48,
+            prefix_group=0,
+            prefix_tokens=96,
+        )
+        for i in range(4)
+    ]
+    shared = simulate(requests, COST, config).summary
+    assert shared.prefix_hit_tokens == 3 * 96
+    assert shared.preemptions == 0
+    assert shared.finished == 4
+    copies = simulate(requests, COST, replace(config, prefix_caching=False)).summary
+    assert copies.preemptions >= 1
+
+
+def test_a_cached_prefix_no_sequence_reads_is_evicted_when_blocks_run_short():
+    # The first request leaves its group's 6-block prefix cached; the second needs 27 of the 32
+    # blocks, so the unread prefix is evicted, and the third, of the first's group, misses it.
+    config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=512)
+    grouped = {"input_tokens": 112, "output_tokens": 4, "prefix_group": 0, "prefix_tokens": 96}
+    requests = [
+        Request(index=0, arrival_s=0.0, **grouped),
+        Request(index=1, arrival_s=1.0, input_tokens=420, output_tokens=4),
+        Request(index=2, arrival_s=2.0, **grouped),
+    ]
+    result = simulate(requests, COST, config)
+    assert result.summary.finished == 3
+    assert result.summary.preemptions == 0
+    assert result.summary.prefix_hit_tokens == 0
+    without_the_large_one = simulate([requests[0], requests[2]], COST, config)
+    assert without_the_large_one.summary.prefix_hit_tokens == 96
 
 
 def test_tpot_is_decode_time_over_the_tokens_after_the_first():

@@ -19,6 +19,7 @@ from apps.selections.steady_state import (
     MIN_STEADY_REQUESTS,
     capacity_run,
     micro_batch_config,
+    saturating_clients,
     stationarity,
     steady_max_rate,
     steady_run,
@@ -219,3 +220,23 @@ def test_a_two_stage_pipelines_micro_batches_together_outrun_one_batch_through_b
     # Each micro-batch is smaller, so its steps are no slower; two of them in flight carry more
     # than the one batch that leaves a stage idle while the other works.
     assert 2 * micro.summary.throughput_rps > 1.2 * one_batch.summary.throughput_rps
+
+
+def test_a_prefix_heavy_load_saturates_with_as_many_clients_as_the_shared_cache_holds():
+    # 100 copies of a 4,352-token context fit; nine in ten requests share a 3,584-token prefix,
+    # which is held once, so each needs about 1,126 tokens of its own and 383 fit.
+    workload = replace(
+        WORKLOAD,
+        input_length=FixedLength(4096),
+        prefix_share=0.9,
+        prefix_tokens=3584,
+    )
+    cost, _ = _replica()
+    config = EngineConfig(8192, 1024, 100 * 4352)
+    assert saturating_clients(workload, replace(config, prefix_caching=False)) == 100
+    assert saturating_clients(workload, config) == 383
+    shared = capacity_run(workload, seed=1, step_time=cost, config=config, n=1200)
+    copies = capacity_run(workload, seed=1, step_time=cost, config=config, n=1200, clients=100)
+    assert shared.concurrency == 383
+    # the simulator holds them too: a cache of copies would only queue the other 283
+    assert shared.summary.throughput_rps > 1.15 * copies.summary.throughput_rps
