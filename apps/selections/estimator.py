@@ -604,6 +604,7 @@ def estimate_latency(
     concurrency: int = 1,
     efficiency: Efficiency | None = None,
     step_time: StepTimeFactory | None = None,
+    cached_tokens: float = 0.0,
 ) -> LatencyEstimate:
     """TTFT and TPOT under continuous batching with `concurrency` sequences always in flight.
 
@@ -617,8 +618,12 @@ def estimate_latency(
       turns over once, so (concurrency - 1) * isl / osl prefill tokens ride along per step.
     - bandwidth_floor_tpot_ms: weight bytes read per step over the raw (not derated) bandwidth;
       no step can be faster, so tpot_ms never falls below it.
+
+    `cached_tokens` of a prompt (on average) come from a prefix cache: not computed, but read
+    by the attention of the tokens after them.
     """
     _require(isl >= 1, "isl", "must be at least 1")
+    _require(0 <= cached_tokens < isl, "cached_tokens", "must be in [0, isl)")
     _require(osl >= 1, "osl", "must be at least 1")
     _require(concurrency >= 1, "concurrency", "must be at least 1")
     mean_context = isl + osl / 2
@@ -641,19 +646,21 @@ def estimate_latency(
         return step_function((step_time or roofline)(batch, mean_context))
 
     # (prefill tokens, decode sequences, KV tokens read, attention pairs) of each typical step
-    prefill = seconds_at(isl)(isl, 0, isl, _triangle(isl))
+    computed = isl - cached_tokens
+    pairs = _triangle(isl) - _triangle(cached_tokens)
+    prefill = seconds_at(isl)(computed, 0, isl, pairs)
     ttft = seconds_at(isl + others)(
-        isl, others, isl + others * mean_context, _triangle(isl) + others * mean_context
+        computed, others, isl + others * mean_context, pairs + others * mean_context
     )
     step = seconds_at(concurrency)
     decode_kv = concurrency * mean_context
     decode_step = step(0, concurrency, decode_kv, decode_kv)
     prefills_per_step = others / osl
     tpot = step(
-        prefills_per_step * isl,
+        prefills_per_step * computed,
         concurrency,
         decode_kv + prefills_per_step * isl,
-        decode_kv + prefills_per_step * _triangle(isl),
+        decode_kv + prefills_per_step * pairs,
     )
     touched = _experts_read(model, parallelism, concurrency)
     floor = _weight_bytes(model, precision, parallelism, touched) / (accel.bandwidth_tbps * 1e12)

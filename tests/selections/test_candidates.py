@@ -262,6 +262,21 @@ def test_a_closed_loop_goal_is_sized_by_the_clients_a_replica_serves_within_the_
     assert f"{gpus} GPUs for the goal's clients, {per_replica} per replica within the SLO" in page
 
 
+def test_a_shared_prefix_an_engine_caches_raises_its_analytic_figures_and_the_batch_it_holds(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["workload"].update(isl={"kind": "fixed", "value": 4096}, max_context=8192)
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    cold = _kept(_compute(alice, acme, goal_payload), engine="vllm", tp=1)[0].estimate
+    goal_payload["workload"].update(prefix_share=0.9, prefix_tokens=3584)
+    warm = _kept(_compute(alice, acme, goal_payload), engine="vllm", tp=1)[0].estimate
+
+    assert warm["analytic_goodput_per_gpu_rps"] > 1.5 * cold["analytic_goodput_per_gpu_rps"]
+    assert warm["latency"]["prefill_ms"] < cold["latency"]["prefill_ms"] / 3
+    # each request holds its own blocks and reads the prefix's, held once: more fit
+    assert warm["latency"]["concurrency"] > cold["memory"]["max_concurrent_sequences"]
+
+
 def test_an_expert_group_over_data_parallel_ranks_is_sized_in_whole_groups(
     catalog, alice, acme, goal_payload
 ):

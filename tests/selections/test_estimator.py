@@ -535,3 +535,16 @@ def test_a_deployments_load_spreads_over_every_replicas_pipeline_micro_batches()
     assert Parallelism(tp=8).schedulers == 1
     assert Parallelism(tp=2, pp=2, dp=3).schedulers == 6
     assert Parallelism(tp=1, ep=8, dp=8).schedulers == 8
+
+
+def test_prompt_tokens_from_a_prefix_cache_are_read_not_computed():
+    lengths = {"model": LLAMA_8B, "accel": H100, "precision": "bf16", "parallelism": Parallelism()}
+    cold = estimate_latency(**lengths, isl=4096, osl=256, concurrency=32)
+    warm = estimate_latency(**lengths, isl=4096, osl=256, concurrency=32, cached_tokens=3584)
+    assert warm.prefill_ms < cold.prefill_ms / 3
+    assert warm.ttft_ms < cold.ttft_ms
+    assert warm.tpot_ms < cold.tpot_ms
+    # the decode steps read the whole context either way
+    assert warm.decode_step_ms == cold.decode_step_ms
+    with pytest.raises(ValueError, match="cached_tokens"):
+        estimate_latency(**lengths, isl=4096, osl=256, cached_tokens=4096)

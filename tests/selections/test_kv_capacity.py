@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 
@@ -75,6 +76,30 @@ def test_32_sequences_of_8k_on_one_h200_are_flagged_with_the_number_that_fit_and
     fp8 = rf"FP8 KV cache \(kv_fp8 stable in vLLM\) would hold {with_fp8} \(enough\)"
     assert re.search(fp8, hint["message"])
     assert "0.92" in row.estimate["memory"]["memory_rule"]
+
+
+def test_a_shared_prefix_the_engine_caches_is_held_once_when_counting_what_fits(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    def with_prefix(concurrency):
+        payload = _long_context_goal(copy.deepcopy(goal_payload), concurrency)
+        payload["workload"].update(prefix_share=1.0, prefix_tokens=6144)
+        return _vllm_row(_compute(alice, acme, payload))
+
+    vllm = EngineRelease.objects.get(engine__slug="vllm")
+    assert _sequences(vllm, "bf16") < 32
+    # 32 clients are more than fit as copies, but each needs 2,048 tokens of its own
+    assert "kv_capacity_short" not in {hint["code"] for hint in with_prefix(32).hints}
+    row = with_prefix(128)
+    hint = next(h for h in row.hints if h["code"] == "kv_capacity_short")
+    tokens = row.estimate["memory"]["kv_capacity_tokens"]
+    held = (tokens - 6144) // (8192 - 6144)
+    assert 32 < held < 128
+    fits = f"so {held} sequences of 8192 tokens fit at once, each shared prefix held once"
+    assert fits in hint["message"]
+    assert row.estimate["memory"]["shared_prefix_sequences"] == held
+    page = alice_client.get(f"/selections/{row.selection_id}/candidates/").content.decode()
+    assert f"{held} with each shared prefix held once" in page
 
 
 def test_a_load_the_kv_cache_holds_is_not_flagged(catalog, alice, acme, goal_payload):

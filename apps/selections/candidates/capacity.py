@@ -21,9 +21,11 @@ from apps.catalog.choices import Maturity, MemoryBasis
 from apps.catalog.models import EngineRelease
 from apps.selections.candidates.enumeration import powers_of_two, tp_suits
 from apps.selections.candidates.goal import Goal
-from apps.selections.candidates.stack import Reason, Verdict
+from apps.selections.candidates.stack import Reason, Stack, Verdict
+from apps.selections.catalog_adapter import engine_config
 from apps.selections.estimator import MemoryEstimate, Parallelism
 from apps.selections.operating_point import in_flight
+from apps.selections.steady_state import sequences_held, shared_prefix_tokens
 
 if TYPE_CHECKING:  # the Judge imports this module
     from apps.selections.candidates.filters import Judge
@@ -114,6 +116,20 @@ def _allowed_seconds(goal: Goal) -> float | None:
     return None
 
 
+def held_sequences(goal: Goal, stack: Stack, memory: MemoryEstimate) -> int:
+    """Sequences one replica's KV cache holds: the memory estimate's, or, where the engine
+    caches the goal's shared prefix, as many as fit with each prefix held once per group (the
+    simulator's rule)."""
+    if goal.workload.prefix_share <= 0 or not memory.fits:
+        return memory.max_concurrent_sequences
+    config = engine_config(
+        stack.release, stack.accelerator, kv_capacity_tokens=memory.kv_capacity_tokens
+    )
+    if shared_prefix_tokens(goal.workload, config):
+        return sequences_held(goal.workload, config)
+    return memory.max_concurrent_sequences
+
+
 def _fits(memory: MemoryEstimate | Reason) -> MemoryEstimate | None:
     return memory if isinstance(memory, MemoryEstimate) and memory.fits else None
 
@@ -132,7 +148,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
             judge.memory(stack.release, stack.accelerator, stack.precision, layout, kv_dtype=FP8_KV)
         )
         if cell is not None and cell.maturity not in _REFUSING and fp8 is not None:
-            held = fp8.max_concurrent_sequences * layout.dp
+            held = held_sequences(goal, stack, fp8) * layout.dp
             enough = "enough" if held >= needed else "still short"
             found.append(
                 f"an FP8 KV cache (kv_fp8 {cell.maturity} in {stack.release.engine.name}) "
@@ -145,15 +161,15 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
         if not tp_suits(goal.arch, tp):
             continue
         memory = _fits(judge.memory(stack.release, stack.accelerator, stack.precision, wider))
-        if memory is not None and memory.max_concurrent_sequences * layout.dp >= needed:
-            held = memory.max_concurrent_sequences * layout.dp
+        held = held_sequences(goal, stack, memory) * layout.dp if memory is not None else 0
+        if held >= needed:
             past = (
                 f", past the goal's {goal.max_gpus}-GPU limit" if wider.gpus > goal.max_gpus else ""
             )
             found.append(f"tp{tp} ({wider.gpus} GPUs{past}) would hold {held}")
             break
     memory = judge.memory_of(stack)
-    per_replica = memory.max_concurrent_sequences if isinstance(memory, MemoryEstimate) else 0
+    per_replica = held_sequences(goal, stack, memory) if isinstance(memory, MemoryEstimate) else 0
     if per_replica > 0:
         # whole deployable units: an expert group holds unit_gpus / replica_gpus replicas
         per_unit = per_replica * (layout.unit_gpus // layout.replica_gpus)
@@ -190,14 +206,19 @@ def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
         return None
     needed, how = need
     layout, goal = verdict.stack.layout, judge.goal
-    held = memory.max_concurrent_sequences * layout.dp
+    held = held_sequences(goal, verdict.stack, memory) * layout.dp
     if held >= needed:
         return None
     rule = memory_rule(verdict.stack.release)
+    shared = (
+        ", each shared prefix held once"
+        if held != memory.max_concurrent_sequences * layout.dp
+        else ""
+    )
     message = (
         f"By the estimator's memory model (predicted, not measured), the KV cache holds "
         f"{memory.kv_capacity_tokens} tokens per replica, so {held} "
-        f"sequences of {goal.isl + goal.osl} tokens fit at once (memory rule "
+        f"sequences of {goal.isl + goal.osl} tokens fit at once{shared} (memory rule "
         f"{rule.describe()}); the load keeps {needed} in flight ({how})."
     )
     fixes = _suggestions(verdict, judge, needed)

@@ -16,7 +16,7 @@ from stackselect_domain.workload import generate_requests
 
 from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
-from apps.selections.candidates.capacity import MemoryRule, memory_rule
+from apps.selections.candidates.capacity import MemoryRule, held_sequences, memory_rule
 from apps.selections.candidates.goal import Goal, open_loop_workload
 from apps.selections.candidates.kernels import hardware_precision_reasons, kernel_reasons
 from apps.selections.candidates.stack import Reason, Stack, Verdict
@@ -231,7 +231,11 @@ class Judge:
             verdict.reasons.append(memory)
         else:
             verdict.reasons.extend(self._fit_reasons(stack, memory))
-            verdict.estimate = {"memory": _memory_dict(memory, memory_rule(stack.release))}
+            record = _memory_dict(memory, memory_rule(stack.release))
+            held = held_sequences(self.goal, stack, memory)
+            if held != memory.max_concurrent_sequences:
+                record["shared_prefix_sequences"] = held
+            verdict.estimate = {"memory": record}
         return verdict
 
     # ------------------------------------------------------------ memory

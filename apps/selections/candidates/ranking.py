@@ -34,6 +34,7 @@ from stackselect_domain.slo import judge, request_ms
 from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED, StepTimeProvider
 
 from apps.catalog.choices import ProjectStatus
+from apps.selections.candidates.capacity import held_sequences
 from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.stack import Stack, Verdict
@@ -51,8 +52,10 @@ from apps.selections.estimator import (
     estimate_latency,
     largest_meeting,
 )
+from apps.selections.simulator import EngineConfig
 from apps.selections.steady_state import (
     MIN_STEADY_REQUESTS,
+    expected_hit_tokens,
     micro_batch_config,
     steady_max_rate,
     steady_run,
@@ -152,6 +155,9 @@ class Ranker:
             osl=self.goal.osl,
             concurrency=concurrency,
             step_time=step_time_factory(inputs, self.efficiency(stack), measured_kernels=False),
+            cached_tokens=expected_hit_tokens(
+                self.goal.workload, self._replica_config(stack), self.goal.isl
+            ),
         )
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
@@ -184,7 +190,8 @@ class Ranker:
         if key not in self._throughput:
             stages = stack.layout.pp
             max_seqs = scheduler_budgets(stack.release, stack.accelerator).max_num_seqs
-            upper = min(self._memory(stack).max_concurrent_sequences, max_seqs) // stages
+            held = held_sequences(self.goal, stack, self._memory(stack))
+            upper = min(held, max_seqs) // stages
             best = largest_meeting(lambda c: self._meets_slo(self._latency(stack, c)), upper)
             latency = self._latency(stack, best) if best else None
             rps = (
@@ -289,13 +296,16 @@ class Ranker:
         figures["replica_clients_in_slo"] = math.floor(search.rate_rps * stages * in_system_s)
         return figures
 
-    def _config(self, stack: Stack):
-        """One micro-batch scheduler's budgets (the replica's own when pp is 1)."""
-        memory = self._memory(stack)
-        replica = engine_config(
-            stack.release, stack.accelerator, kv_capacity_tokens=memory.kv_capacity_tokens
+    def _replica_config(self, stack: Stack) -> EngineConfig:
+        return engine_config(
+            stack.release,
+            stack.accelerator,
+            kv_capacity_tokens=self._memory(stack).kv_capacity_tokens,
         )
-        return micro_batch_config(replica, stack.layout.pp)
+
+    def _config(self, stack: Stack) -> EngineConfig:
+        """One micro-batch scheduler's budgets (the replica's own when pp is 1)."""
+        return micro_batch_config(self._replica_config(stack), stack.layout.pp)
 
     def _bands(self, stack: Stack, method: str) -> dict:
         """The method's error bands, each saying whether it was measured on this engine and
