@@ -1,10 +1,10 @@
 """Predicted against measured per candidate, and efficiency factors refitted from the evidence.
 
 No queries: the selector passes the selection (its model row loaded), the candidates (their
-accelerator rows loaded) and the built evidence. Only evidence comparable with the reference
-is used, so a different workload never bends the factors, and only measured or imported runs:
-a simulated run's timings come from the estimator's own step cost, so fitting the estimator to
-them would be circular. Uses the estimator's own fitting
+accelerator and release rows loaded) and the built evidence. Only evidence comparable with the
+reference is used, so a different workload never bends the factors, and only measured or
+imported runs: a simulated run's timings come from the estimator's own step cost, so fitting the
+estimator to them would be circular. Uses the estimator's own fitting
 (apps/selections/efficiency_fit.py); this module only gathers the measurements.
 """
 
@@ -17,10 +17,11 @@ from typing import Any
 
 from apps.benchmarks.plan_identity import plan_workload
 from apps.evidence.comparison import CandidateEvidence, PointEvidence
-from apps.selections.catalog_adapter import accelerator_spec, model_arch
+from apps.selections.catalog_adapter import accelerator_spec, engine_config, model_arch
 from apps.selections.efficiency_fit import Measurement, fit_efficiency, predicted_vs_measured
 from apps.selections.estimator import Efficiency, Parallelism, estimate_latency
 from apps.selections.models import Candidate, Selection
+from apps.selections.steady_state import expected_hit_tokens
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,24 @@ def _micro_batch(layout: Parallelism, in_flight: float) -> int:
     return max(1, round(in_flight / layout.schedulers))
 
 
+def _cached_tokens(selection: Selection, candidate: Candidate, isl: int) -> float:
+    """A typical prompt's tokens the candidate's engine serves from its prefix cache, as its
+    estimate counted them: a run of a prefix-heavy goal had them too, and fitting it as if
+    every prompt token were computed would read the cache's saving as a faster GPU."""
+    kv_tokens = ((candidate.estimate or {}).get("memory") or {}).get("kv_capacity_tokens")
+    if not kv_tokens:
+        return 0.0
+    config = engine_config(candidate.release, candidate.accelerator, kv_capacity_tokens=kv_tokens)
+    return expected_hit_tokens(plan_workload(selection.workload), config, isl)
+
+
 def _measurements(
     selection: Selection, entry: CandidateEvidence, candidate: Candidate
 ) -> list[Measurement]:
     model, accel = model_arch(selection.model), accelerator_spec(candidate.accelerator)
     isl, osl = _lengths(selection)
     layout = Parallelism.of_stack(candidate.stack)
+    cached = _cached_tokens(selection, candidate, isl)
     measurements = []
     for point in entry.points:
         ttft, tpot = point.value("ttft_mean_ms"), point.value("tpot_mean_ms")
@@ -108,6 +121,7 @@ def _measurements(
                 ttft_ms=ttft,
                 tpot_ms=tpot,
                 kv_dtype=selection.workload.get("kv_dtype"),
+                cached_tokens=cached,
             )
         )
     return measurements
@@ -182,6 +196,7 @@ def _calibrated(
         osl=osl,
         concurrency=_micro_batch(layout, in_flight),
         efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
+        cached_tokens=_cached_tokens(selection, candidate, isl),
     )
     return {"ttft_ms": estimate.ttft_ms, "tpot_ms": estimate.tpot_ms}
 

@@ -158,7 +158,9 @@ def selection_evidence(
     evidence = build_evidence(runs, reference_key=reference, quality_tolerance=tolerance)
     candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
     candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
-    by_id = {candidate.pk: candidate for candidate in candidates.select_related("accelerator")}
+    by_id = {
+        candidate.pk: candidate for candidate in candidates.select_related("accelerator", "release")
+    }
     # Calibration sees measured and imported runs only, judged against a measured reference.
     measured = [run for run in runs if not run.identity.get("simulated")]
     report = calibration_report(selection, build_evidence(measured), by_id)

@@ -39,6 +39,7 @@ class Measurement:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     kv_dtype: str | None = None
+    cached_tokens: float = 0.0  # a prompt's tokens the engine's prefix cache served, on average
 
 
 def _overhead_ms(measurement: Measurement, efficiency: Efficiency) -> float:
@@ -92,6 +93,7 @@ def fit_efficiency(
             osl=measurement.osl,
             concurrency=measurement.concurrency,
             efficiency=base,
+            cached_tokens=measurement.cached_tokens,
         )
         overhead = _overhead_ms(measurement, base)
         if measurement.tpot_ms is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
+from apps.catalog.choices import PrefixCacheKind
 from apps.evidence.ingest import ingest_upload
 from apps.evidence.selectors import measured_by_candidate, selection_evidence
 from tests.evidence.factories import (
@@ -63,15 +64,22 @@ def test_the_selections_hook_gets_the_rows_of_measured_candidates_only(
     assert {row["metric"] for row in rows[estimated.pk]} >= {"ttft_ms", "tpot_ms"}
 
 
-def _measured_at(acme, alice, rows, *, replicas: int, clients: tuple[int, int]):
+def _measured_at(acme, alice, rows, *, replicas: int, clients: tuple[int, int], **workload):
     """A candidate of `replicas` one-H100 replicas side by side, its estimate holding at 2
     requests in flight per replica, measured at two closed-loop loads: TTFT 0.1 s at the first,
-    0.3 s at the second. Returns the selection's calibration report."""
+    0.3 s at the second; `workload` updates the goal's. Returns the selection's calibration
+    report."""
     layout = ("h100-sxm", replicas, "bf16")
     selection = selection_with_candidates(acme, alice, rows, layouts=[layout])
+    selection.workload = {**selection.workload, **workload}
+    selection.save(update_fields=["workload"])
     candidate = selection.candidates.get()
     candidate.stack = {**candidate.stack, "tp": 1, "dp": replicas}
-    candidate.estimate = {**ESTIMATE, "latency": {**ESTIMATE["latency"], "concurrency": 2}}
+    candidate.estimate = {
+        **ESTIMATE,
+        "latency": {**ESTIMATE["latency"], "concurrency": 2},
+        "memory": {"kv_capacity_tokens": 400_000},
+    }
     candidate.save(update_fields=["stack", "estimate"])
     plan = plan_for(selection, load_points=[{"concurrency": count} for count in clients])
     attempt = attempt_for(plan, candidate)
@@ -104,3 +112,18 @@ def test_replicas_measured_at_twice_the_clients_fit_as_one_replica_measured_at_i
     assert (fit_two.compute, fit_two.bandwidth) == pytest.approx(
         (fit_one.compute, fit_one.bandwidth)
     )
+
+
+def test_a_prefix_heavy_goals_runs_are_fitted_with_the_prompt_tokens_the_cache_served(
+    acme, alice, rows
+):
+    rows["release"].prefix_cache_kind = PrefixCacheKind.HASH_BLOCKS
+    rows["release"].save(update_fields=["prefix_cache_kind"])
+    cold = _measured_at(acme, alice, rows, replicas=1, clients=(1, 2))
+    warm = _measured_at(
+        acme, alice, rows, replicas=1, clients=(1, 2), prefix_share=1.0, prefix_tokens=448
+    )
+
+    (fit_cold,), (fit_warm,) = cold.fits, warm.fits
+    # the same measured TTFT from fewer computed prompt tokens: a slower GPU than it read cold
+    assert fit_warm.compute < fit_cold.compute

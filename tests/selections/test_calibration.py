@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from apps.selections.efficiency_fit import Measurement, fit_efficiency, predicted_vs_measured
@@ -18,8 +20,9 @@ H100 = AcceleratorSpec("h100", 80, 3.35, 989, 1979, interconnect_gbps=450)
 TRUE = Efficiency(compute=0.35, bandwidth=0.55)
 
 
-def _measured(isl: int, osl: int) -> Measurement:
-    """A single-sequence run 'measured' on a device that really has the TRUE factors."""
+def _measured(isl: int, osl: int, cached: float = 0.0, concurrency: int = 1) -> Measurement:
+    """A run 'measured' on a device that really has the TRUE factors, `cached` prompt tokens
+    of each request served by its prefix cache."""
     truth = estimate_latency(
         model=MODEL,
         accel=H100,
@@ -27,8 +30,9 @@ def _measured(isl: int, osl: int) -> Measurement:
         parallelism=Parallelism(),
         isl=isl,
         osl=osl,
-        concurrency=1,
+        concurrency=concurrency,
         efficiency=TRUE,
+        cached_tokens=cached,
     )
     return Measurement(
         model=MODEL,
@@ -37,9 +41,10 @@ def _measured(isl: int, osl: int) -> Measurement:
         parallelism=Parallelism(),
         isl=isl,
         osl=osl,
-        concurrency=1,
+        concurrency=concurrency,
         ttft_ms=truth.ttft_ms,
         tpot_ms=truth.tpot_ms,
+        cached_tokens=cached,
     )
 
 
@@ -51,6 +56,17 @@ def test_it_recovers_the_bandwidth_and_compute_factors_of_synthetic_measurements
     assert fitted.bandwidth == pytest.approx(TRUE.bandwidth, rel=0.02)
     assert fitted.compute == pytest.approx(TRUE.compute, rel=0.05)
     assert fitted.overhead_ms == Efficiency().overhead_ms
+
+
+def test_runs_whose_prompts_hit_a_prefix_cache_are_fitted_with_the_hits_counted():
+    measurements = [_measured(4096, 128, 3072, 16), _measured(8192, 256, 6144, 16)]
+
+    fitted = fit_efficiency(measurements, base=Efficiency())
+    blind = fit_efficiency([replace(m, cached_tokens=0.0) for m in measurements], base=Efficiency())
+
+    assert fitted.compute == pytest.approx(TRUE.compute, rel=0.05)
+    # read as if every prompt token were computed, the cache's saving looks like a faster GPU
+    assert blind.compute > 1.5 * TRUE.compute
 
 
 def test_a_metric_without_measurements_keeps_its_base_factor():
