@@ -313,7 +313,7 @@ def test_a_two_stage_pipeline_is_not_ranked_as_if_one_stage_waited_on_the_other(
 
 
 def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofline_measured(
-    catalog, alice, acme, goal_payload
+    catalog, alice, acme, alice_client, goal_payload
 ):
     goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
@@ -331,6 +331,22 @@ def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofl
         assert candidate.estimate["method"] == "roofline-team-fitted"
         assert candidate.estimate["latency"]["method"] == "roofline-team-fitted"
     assert other[0].estimate["error_band"]["ttft_ms"]["band"] is not None
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    assert "factors fitted on the team's own measured runs where a row names" in page
+
+
+def test_the_ranking_rule_claims_team_fitted_factors_only_where_a_row_was_timed_with_them(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = _compute(alice, acme, goal_payload)
+
+    assert not any(row.estimate["method"] == "roofline-team-fitted" for row in _kept(selection))
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    assert 'id="ranking-rule"' in page
+    rule = page.split('id="ranking-rule">', 1)[1].split("</p>", 1)[0]
+    assert "AIConfigurator's measured kernels where it covers" in rule
+    assert "team's own" not in rule
 
 
 def test_every_accelerator_that_can_meet_the_slo_gets_a_simulated_leader(catalog):
