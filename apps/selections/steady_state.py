@@ -263,7 +263,7 @@ def shared_prefix_tokens(workload: Workload, config: EngineConfig) -> int:
 def expected_hit_tokens(workload: Workload, config: EngineConfig, isl: int) -> float:
     """A typical prompt's tokens served from the prefix cache: the shared prefix's whole
     blocks, leaving one token of an `isl`-token prompt to compute, times the share of prompts
-    that carry it (the first of each group, which computes it, left out)."""
+    that carry it (the first of each group computes it: one request in a long run)."""
     prefix = shared_prefix_tokens(workload, config)
     last_block = (isl - 1) - (isl - 1) % config.kv_block_size
     return workload.prefix_share * min(prefix, last_block)
