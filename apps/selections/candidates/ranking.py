@@ -155,10 +155,15 @@ class Ranker:
             osl=self.goal.osl,
             concurrency=concurrency,
             step_time=step_time_factory(inputs, self.efficiency(stack), measured_kernels=False),
-            cached_tokens=expected_hit_tokens(
-                self.goal.workload, self._replica_config(stack), self.goal.isl
-            ),
+            cached_tokens=self._cached_tokens(stack),
         )
+
+    def _cached_tokens(self, stack: Stack) -> float:
+        """A typical prompt's tokens the engine's prefix cache serves (none without sharing)."""
+        workload = self.goal.workload
+        if workload.prefix_share <= 0:
+            return 0.0
+        return expected_hit_tokens(workload, self._replica_config(stack), self.goal.isl)
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
         """The steady state as one typical request, judged by the domain's one SLO rule."""
