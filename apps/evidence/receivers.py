@@ -10,9 +10,10 @@ from apps.benchmarks.signals import job_results_wanted, result_uploaded
 from apps.evidence.ingest import ingest_upload
 from apps.evidence.models import LoadPointResult
 from apps.evidence.schema import UploadError as SamplesError
-from apps.evidence.selectors import load_point_results_of_job, measured_by_candidate
-from apps.selections.models import Candidate
-from apps.selections.signals import measurements_wanted
+from apps.evidence.selectors import load_point_results_of_job, measured_by_candidate, team_factors
+from apps.selections.estimator import Efficiency
+from apps.selections.models import Candidate, Selection
+from apps.selections.signals import measurements_wanted, team_factors_wanted
 
 
 def _ingest(sender: Any, *, upload: ResultUpload, document: dict[str, Any], **_: Any) -> None:
@@ -29,6 +30,12 @@ def _measurements(
     return measured_by_candidate(candidates=candidates)
 
 
+def _team_factors(
+    sender: Any, *, selection: Selection, **_: Any
+) -> dict[tuple[str, str], Efficiency]:
+    return team_factors(selection=selection)
+
+
 def _job_results(sender: Any, *, job: BenchmarkJob, **_: Any) -> list[LoadPointResult]:
     return list(load_point_results_of_job(job=job))
 
@@ -38,4 +45,7 @@ def connect() -> None:
     result_uploaded.connect(_ingest, sender=ResultUpload, dispatch_uid="evidence.ingest")
     measurements_wanted.connect(
         _measurements, sender=Candidate, dispatch_uid="evidence.measurements"
+    )
+    team_factors_wanted.connect(
+        _team_factors, sender=Selection, dispatch_uid="evidence.team_factors"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
 from apps.evidence.sample_store import GAP_DTYPE, READ_COLUMNS
 from apps.evidence.stored import summary_from_json
 from apps.evidence.summaries import slo_of
+from apps.selections.estimator import Efficiency
 from apps.selections.models import Candidate, Selection
 
 RESULT_FIELDS = ("run_id", "load_point", "summary", "quantiles")
@@ -189,6 +190,20 @@ def candidate_facts(entry: CandidateEvidence) -> fairness.CandidateFacts:
         else (str(entry.tuning.get("origin")) if entry.tuning else None),
         quality=judgement.mode if judgement is not None else None,
     )
+
+
+def team_factors(*, selection: Selection) -> dict[tuple[str, str], Efficiency]:
+    """The roofline's efficiency factors refitted on the selection's measured runs, per
+    (accelerator, engine), as the evidence page's calibration shows them; none unmeasured."""
+    if selection.model_id is None or not runs_of(team=selection.team, selection=selection).exists():
+        return {}
+    report = selection_evidence(team=selection.team, selection_id=selection.pk).calibration
+    return {
+        (fit.accelerator, fit.engine): replace(
+            Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth
+        )
+        for fit in report.fits
+    }
 
 
 def measured_by_candidate(*, candidates: Iterable[Candidate]) -> dict[int, list[dict[str, Any]]]:

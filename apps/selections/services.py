@@ -8,6 +8,8 @@ locked only while the rows are replaced.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import defaultdict
 from dataclasses import asdict
 from functools import partial
 from typing import Any
@@ -28,10 +30,11 @@ from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.candidates.ranking import Efficiencies
 from apps.selections.catalog_adapter import CatalogSnapshot
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
+from apps.selections.estimator import Efficiency
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.replay import resolved_workload
 from apps.selections.selectors import group_dropped
-from apps.selections.signals import trace_uploaded
+from apps.selections.signals import team_factors_wanted, trace_uploaded
 from apps.selections.traces import parse_trace, summary_document, workload_fragment
 from config.celery import app as celery_app
 
@@ -94,11 +97,20 @@ def _reset_goal(selection: Selection) -> None:
     _delete_candidates(selection)
 
 
-def _delete_candidates(selection: Selection) -> None:
+# Rows that referred to a deleted candidate, by its stack: (model, field, row ids) each.
+Unlinked = dict[str, list[tuple[type[models.Model], str, list[int]]]]
+
+
+def _stack_key(stack: dict[str, Any]) -> str:
+    return json.dumps(stack, sort_keys=True)
+
+
+def _delete_candidates(selection: Selection) -> Unlinked:
     """Delete the selection's candidates in a few statements. Django's delete() loads every
     row first (thousands, with their JSON columns, then one query each), which made a PUT of
     the goal take seconds; the references to candidates (jobs, runs) are all SET NULL, so
-    they are cleared with one UPDATE each and the rows go with one DELETE."""
+    they are cleared with one UPDATE each and the rows go with one DELETE. Returns the rows
+    unlinked, by their candidate's stack, for a recompute of the same goal to link again."""
     doomed = Candidate.objects.filter(selection=selection)
     references = [
         relation
@@ -107,13 +119,40 @@ def _delete_candidates(selection: Selection) -> None:
     ]
     if any(relation.on_delete is not models.SET_NULL for relation in references):
         doomed.delete()  # a reference that cascades or protects needs Django's collector
-        return
+        return {}
+    unlinked: Unlinked = defaultdict(list)
     for relation in references:
-        name = relation.field.name
-        relation.related_model._base_manager.filter(**{f"{name}__in": doomed}).update(
-            **{name: None}
-        )
+        name, model = relation.field.name, relation.related_model
+        rows = model._base_manager.filter(**{f"{name}__in": doomed})
+        by_stack: dict[str, list[int]] = defaultdict(list)
+        for pk, stack in rows.values_list("pk", f"{name}__stack"):
+            by_stack[_stack_key(stack)].append(pk)
+        for key, pks in by_stack.items():
+            unlinked[key].append((model, name, pks))
+        rows.update(**{name: None})
     doomed._raw_delete(doomed.db)  # no signal receivers on candidates; references cleared
+    return unlinked
+
+
+def _link_again(unlinked: Unlinked, created: list[Candidate]) -> int:
+    """Point the unlinked jobs and runs at the new candidate of the same stack: a recompute
+    of the same goal answers with the same stacks, and their evidence stays theirs. Returns
+    how many rows were linked."""
+    linked = 0
+    for candidate in created:
+        for model, name, pks in unlinked.get(_stack_key(candidate.stack), ()):
+            linked += model._base_manager.filter(pk__in=pks).update(**{name: candidate})
+    return linked
+
+
+def _team_factors(selection: Selection) -> Efficiencies:
+    """Efficiency factors fitted on the team's measured runs of this selection, per
+    (accelerator, engine), from whichever app answers `team_factors_wanted` (the evidence
+    app's calibration); none without an answer."""
+    factors: dict[tuple[str, str], Efficiency] = {}
+    for _, answer in team_factors_wanted.send(sender=Selection, selection=selection):
+        factors.update(answer or {})
+    return factors
 
 
 def _record_change(
@@ -183,7 +222,9 @@ def candidates_compute(
 
     Runs in the background task (tasks.py), or directly where a caller needs the result at
     once. If the goal changed while this ran, nothing is stored. `efficiencies` takes fitted
-    factors per (accelerator, engine) from calibration.
+    factors per (accelerator, engine); by default they are the ones calibration fitted on the
+    team's measured runs of this selection. Jobs and runs of the old candidates are linked to
+    the new candidate of the same stack.
     """
     require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
     constraints = selection.constraints or {}
@@ -198,16 +239,19 @@ def candidates_compute(
     except ValueError as error:
         field, _, message = str(error).partition(": ")
         raise ValidationError({"workload": f"{field}: {message}" if message else field}) from error
+    if efficiencies is None:
+        efficiencies = _team_factors(selection)
     evaluation = evaluate(snapshot_, goal, efficiencies=efficiencies)
     verdicts = evaluation.kept + evaluation.dropped
     with transaction.atomic():
         locked = Selection.objects.select_for_update().get(pk=selection.pk)
         if locked.state == SelectionState.ARCHIVED or _goal_of(locked) != _goal_of(selection):
             return locked
-        _delete_candidates(locked)
-        Candidate.objects.bulk_create(
+        unlinked = _delete_candidates(locked)
+        created = Candidate.objects.bulk_create(
             (_candidate_row(locked, verdict) for verdict in verdicts), batch_size=_INSERT_BATCH
         )
+        linked = _link_again(unlinked, created)
         groups = group_dropped(
             (verdict.stack.as_dict(), [reason.as_dict() for reason in verdict.reasons])
             for verdict in evaluation.dropped
@@ -235,6 +279,11 @@ def candidates_compute(
                 "dropped": len(evaluation.dropped),
                 "reasons": dict(sorted((group.code, group.count) for group in groups)),
                 "leader": evaluation.kept[0].stack.as_dict() if evaluation.kept else None,
+                "team_factors": {
+                    f"{accelerator}/{engine}": {"compute": f.compute, "bandwidth": f.bandwidth}
+                    for (accelerator, engine), f in sorted(efficiencies.items())
+                },
+                "jobs_and_runs_linked_again": linked,
             },
             message=f"{len(evaluation.kept)} kept, {len(evaluation.dropped)} dropped",
         )

@@ -1,0 +1,71 @@
+"""The team's measured runs time a recomputed list, and a recompute keeps the runs linked."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.audit.models import AuditEvent
+from apps.benchmarks.models import BenchmarkJob
+from apps.evidence.models import EvidenceRun
+from apps.selections import services
+from apps.selections.choices import CandidateOutcome
+from tests.evidence.factories import measured_attempt, plan_for
+from tests.evidence.samples import streamed
+from tests.selections.helpers import create_selection
+
+pytestmark = pytest.mark.django_db
+
+
+def _measured_leader(alice, acme, goal_payload):
+    """A computed selection whose leading vLLM stack on one H100 was measured at 2 and 4
+    clients (TTFT 0.1 s, two 0.02 s gaps per request)."""
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    leader = selection.candidates.filter(
+        outcome=CandidateOutcome.KEPT, stack__engine="vllm", stack__layers=[]
+    ).order_by("rank")[0]
+    plan = plan_for(selection, load_points=[{"concurrency": 2}, {"concurrency": 4}])
+    records = [streamed(i, ttft_s=0.1, gaps=[0.02, 0.02]) for i in range(4)]
+    attempt = measured_attempt(plan, leader, records)
+    return selection, leader, attempt
+
+
+def test_a_recompute_links_the_jobs_and_runs_to_the_new_candidate_of_the_same_stack(
+    catalog, alice, acme, goal_payload
+):
+    selection, leader, attempt = _measured_leader(alice, acme, goal_payload)
+    run = EvidenceRun.objects.get(attempt=attempt)
+    assert run.candidate_id == leader.pk
+
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    job = BenchmarkJob.objects.get(pk=attempt.job_id)
+    run.refresh_from_db()
+    assert job.candidate_id != leader.pk and job.candidate_id == run.candidate_id
+    assert job.candidate.selection_id == selection.pk
+    assert job.candidate.stack == leader.stack
+    event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
+    assert event.after["jobs_and_runs_linked_again"] == 2
+
+
+def test_the_teams_measured_runs_refit_the_roofline_that_times_their_engine_on_their_gpu(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection, leader, _ = _measured_leader(alice, acme, goal_payload)
+    assert leader.estimate["method"] != "roofline-team-fitted"
+
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    kept = selection.candidates.filter(outcome=CandidateOutcome.KEPT)
+    vllm = [row for row in kept if row.stack["engine"] == "vllm"]
+    others = [row for row in kept if row.stack["engine"] != "vllm"]
+    assert vllm and others
+    assert {row.estimate["latency"]["method"] for row in vllm} == {"roofline-team-fitted"}
+    assert "roofline-team-fitted" not in {row.estimate["latency"]["method"] for row in others}
+    event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
+    assert set(event.after["team_factors"]) == {"h100-sxm/vllm"}
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    rule = page.split('id="ranking-rule">', 1)[1].split("</p>", 1)[0]
+    assert any(row.estimate["comparison"] == "simulated" for row in vllm)
+    assert "factors fitted on the team's own measured runs" in rule
