@@ -54,6 +54,8 @@ def test_the_teams_measured_runs_refit_the_roofline_that_times_their_engine_on_t
 ):
     selection, leader, _ = _measured_leader(alice, acme, goal_payload)
     assert leader.estimate["method"] != "roofline-team-fitted"
+    evidence = alice_client.get(f"/evidence/selections/{selection.pk}/").content.decode()
+    assert 'id="refit-use"' in evidence
 
     services.candidates_compute(actor_user=alice, selection=selection)
 
