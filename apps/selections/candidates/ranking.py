@@ -122,6 +122,7 @@ class Ranker:
         self.sim_requests = sim_requests
         self._throughput: dict[tuple, Throughput] = {}
         self._simulated: dict[tuple, dict] = {}
+        self._hits: dict[int, float] = {}  # by release: its prefix cache and block size
 
     def efficiency(self, stack: Stack) -> Efficiency | None:
         """Factors fitted on the team's runs for this accelerator and engine, if any."""
@@ -163,7 +164,11 @@ class Ranker:
         workload = self.goal.workload
         if workload.prefix_share <= 0:
             return 0.0
-        return expected_hit_tokens(workload, self._replica_config(stack), self.goal.isl)
+        release = stack.release.pk
+        if release not in self._hits:  # the bisection asks a dozen times per stack
+            config = self._replica_config(stack)
+            self._hits[release] = expected_hit_tokens(workload, config, self.goal.isl)
+        return self._hits[release]
 
     def _meets_slo(self, latency: LatencyEstimate) -> bool:
         """The steady state as one typical request, judged by the domain's one SLO rule."""
