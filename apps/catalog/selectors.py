@@ -390,7 +390,9 @@ class PublishedGoal:
     A goal gives `concurrency` (closed loop) or `rate_rps` (open loop), or neither. An open-loop
     goal's `predicted_in_flight` is its requests in flight by the stack's own predicted time in
     the system (Little's law), weighed against a row's clients as a concurrency is; None when
-    unpredicted.
+    unpredicted. A goal whose prompts open with a shared prefix (`prefix_share` of them, each
+    prefix `prefix_tokens` long) says so against every row: no published row states one,
+    and an engine caching it computes less of each prompt than the row's did.
     """
 
     model_slug: str
@@ -407,6 +409,8 @@ class PublishedGoal:
     ep: int | None = None
     pp: int | None = None
     dp: int | None = None
+    prefix_share: float = 0.0
+    prefix_tokens: int = 0
 
 
 _DEGREES = ("tp", "ep", "pp", "dp")
@@ -522,7 +526,16 @@ def published_differences(row: PublishedRowFacts, goal: PublishedGoal) -> list[s
         if got != wanted:
             differences.append(f"{label} {got} vs the goal's {wanted}")
     load = _load_difference(row, goal)
-    return differences + ([load] if load else [])
+    return differences + ([load] if load else []) + _prefix_difference(goal)
+
+
+def _prefix_difference(goal: PublishedGoal) -> list[str]:
+    if goal.prefix_share <= 0:
+        return []
+    return [
+        f"prompts with no shared prefix stated vs the goal's {goal.prefix_share:.0%} opening "
+        f"with a shared {goal.prefix_tokens:,}-token prefix"
+    ]
 
 
 def _fit_use(row: PublishedRowFacts, load: PromptLoad | None, batch: EngineBatch | None) -> str:

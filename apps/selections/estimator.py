@@ -686,11 +686,13 @@ def max_concurrency_at_tpot(
     efficiency: Efficiency | None = None,
     step_time: StepTimeFactory | None = None,
     upper_bound: int | None = None,
+    cached_tokens: float = 0.0,
 ) -> int:
     """Largest concurrency whose estimated TPOT meets the target; 0 when even one sequence misses.
 
     The search stops at `upper_bound`, by default the number of isl + osl sequences the KV cache
     holds (estimate_memory with its defaults). TPOT rises with concurrency, so bisection works.
+    `cached_tokens` of each prompt come from a prefix cache (estimate_latency).
     """
     _require(target_tpot_ms > 0, "target_tpot_ms", "must be positive")
     deployment = {
@@ -708,7 +710,11 @@ def max_concurrency_at_tpot(
 
     def meets(concurrency: int) -> bool:
         estimate = estimate_latency(
-            **deployment, concurrency=concurrency, efficiency=efficiency, step_time=step_time
+            **deployment,
+            concurrency=concurrency,
+            efficiency=efficiency,
+            step_time=step_time,
+            cached_tokens=cached_tokens,
         )
         return estimate.tpot_ms <= target_tpot_ms
 

@@ -39,6 +39,8 @@ def estimate_published(
     concurrency: int | None,
     rate_rps: float | None,
     e2e_ms: float | None,
+    prefix_share: float = 0.0,
+    prefix_tokens: int = 0,
 ) -> dict[str, Any]:
     """The estimate's `published` rows and, when there are none, the note saying why; a rate
     is weighed as the requests it keeps in flight for `e2e_ms` each (the answer's own time)."""
@@ -55,14 +57,17 @@ def estimate_published(
         "concurrency": concurrency,
         "rate_rps": rate_rps,
         "predicted_in_flight": _predicted_in_flight(rate_rps, e2e_ms),
+        "prefix_share": prefix_share,
+        "prefix_tokens": prefix_tokens,
     }
     rows = nearest_published_many([_stack_goal(model, stack, terms)])[0]
     return {"published": rows, "published_note": None if rows else none_note(model)}
 
 
 def _workload_terms(workload: Mapping[str, Any]) -> dict[str, Any]:
-    """The goal's mean lengths (rounded up, as the candidate computation reads them) and its
-    load: a closed loop's concurrency or an open loop's rate (a replayed trace states none)."""
+    """The goal's mean lengths (rounded up, as the candidate computation reads them), its
+    load (a closed loop's concurrency or an open loop's rate; a replayed trace states none) and
+    its shared prefix."""
     arrival = workload.get("arrival") or {}
     rate = arrival.get("rate_rps")
     return {
@@ -70,6 +75,8 @@ def _workload_terms(workload: Mapping[str, Any]) -> dict[str, Any]:
         "osl": math.ceil(parse_length(workload["osl"], "osl").mean()),
         "concurrency": arrival.get("concurrency"),
         "rate_rps": None if arrival.get("concurrency") else rate,
+        "prefix_share": float(workload.get("prefix_share") or 0),
+        "prefix_tokens": int(workload.get("prefix_tokens") or 0),
     }
 
 

@@ -44,8 +44,11 @@ from apps.selections.stack_capability import stack_capability
 from apps.selections.steady_state import (
     MIN_STEADY_REQUESTS,
     SteadyRun,
+    expected_hit_tokens,
     micro_batch_config,
     run_requests,
+    sequences_held,
+    shared_prefix_tokens,
     steady_run,
 )
 from apps.selections.steptime_providers import (
@@ -87,6 +90,8 @@ def stateless_estimate(
     ep: int = 1,
     dp: int | None = None,
     pp: int = 1,
+    prefix_share: float = 0.0,
+    prefix_tokens: int = 0,
 ) -> dict[str, Any]:
     """The load (`concurrency` clients or `rate_rps`) is the whole deployment's, as a goal's
     and a published row's are: it splits evenly over the dp = gpu_count / (tp x pp) replicas
@@ -95,6 +100,11 @@ def stateless_estimate(
     (steady_state.micro_batch_config): its share, the arrival rate and the sequence limit split
     among them, and each step carries one micro-batch through every stage. `throughput_rps` and
     `max_concurrency_at_tpot_slo` count every replica; `per_replica` states the share.
+
+    `prefix_share` of the prompts open with one shared prefix of `prefix_tokens` tokens, as a
+    goal's do: an engine caching prefixes computes a typical prompt less (the analytic figures
+    count its expected cache hits, the simulator each request's) and holds the prefix once, so
+    its KV cache holds more sequences (`prefix_cache` says how many tokens).
 
     Memory figures are per GPU of a replica; kv_capacity_tokens is per replica; ValueErrors name the
     field that makes the layout impossible (tp that does not divide the heads, ...), and
@@ -144,7 +154,18 @@ def stateless_estimate(
     )
     factory = step_time_factory(stack)
     batch = -(-(concurrency or 1) // layout.schedulers)  # one micro-batch's share of the clients
-    latency = estimate_latency(**shared, concurrency=batch, step_time=factory)
+    workload = Workload(
+        FixedLength(isl),
+        FixedLength(osl),
+        OpenLoopArrivals("poisson", 1.0),
+        prefix_share=prefix_share,
+        prefix_tokens=prefix_tokens,
+    )
+    config = None
+    if memory.fits:  # a scheduler needs a KV cache to hold at least one block
+        config = micro_batch_config(_config(release, hardware, memory.kv_capacity_tokens), pp)
+    cached = expected_hit_tokens(workload, config, isl) if config else 0.0
+    latency = estimate_latency(**shared, concurrency=batch, step_time=factory, cached_tokens=cached)
     analytic = {
         "ttft_ms": latency.ttft_ms,
         "tpot_ms": latency.tpot_ms,
@@ -152,7 +173,14 @@ def stateless_estimate(
     }
     max_concurrency = None
     if tpot_ms is not None:
-        per_batch = max_concurrency_at_tpot(target_tpot_ms=tpot_ms, **shared, step_time=factory)
+        per_batch = max_concurrency_at_tpot(
+            target_tpot_ms=tpot_ms,
+            **shared,
+            step_time=factory,
+            cached_tokens=cached,
+            # what one micro-batch's KV cache holds by the engine's own memory rule
+            upper_bound=sequences_held(workload, config) if config else 0,
+        )
         max_concurrency = per_batch * layout.schedulers
     provider = factory(batch, isl + osl / 2)
     note = method_note(stack)
@@ -179,12 +207,11 @@ def stateless_estimate(
         "stationary": None,
         "stationarity": None,
         "spread_start": None,
+        "prefix_cache": _prefix_cache(workload, config, release, cached, memory.reason),
     }
     wants_simulation = concurrency is not None or rate_rps is not None
-    if wants_simulation and memory.fits:
+    if wants_simulation and config is not None:
         clients = batch if concurrency is not None else None  # one scheduler's closed loop
-        config = micro_batch_config(_config(release, hardware, memory.kv_capacity_tokens), pp)
-        workload = Workload(FixedLength(isl), FixedLength(osl), OpenLoopArrivals("poisson", 1.0))
 
         def simulated(spread_start_s: float | None = None) -> dict[str, Any]:
             try:
@@ -228,6 +255,8 @@ def stateless_estimate(
             concurrency=concurrency,
             rate_rps=rate_rps,
             e2e_ms=answer["e2e_ms"],
+            prefix_share=prefix_share,
+            prefix_tokens=prefix_tokens,
         )
     )
     banded = METRICS + (("throughput_rps",) if "throughput_rps" in answer else ())
@@ -268,6 +297,42 @@ def _spread_words(clients: int, span_s: float) -> dict[str, Any]:
             "apart. A real benchmark's clients start together and drift apart by its own "
             "jitter, by how much is not known here: expect its TTFT between the two."
         ),
+    }
+
+
+def _prefix_cache(
+    workload: Workload,
+    config: EngineConfig | None,
+    release: EngineRelease | None,
+    cached: float,
+    fit_reason: str,
+) -> dict[str, Any] | None:
+    """What the engine's prefix cache saves a typical prompt, or why it saves nothing; None
+    when no prompt shares a prefix."""
+    if workload.prefix_share <= 0:
+        return None
+    held = shared_prefix_tokens(workload, config) if config else 0
+    if config is None:
+        why = f"the layout does not fit ({fit_reason})"
+    elif release is None:
+        why = "no engine is named, so no prefix cache is assumed"
+    elif not held:
+        name = f"{release.engine.name} {release.version}"
+        why = (
+            f"the catalog records no prefix cache of {name} that reuses one across requests"
+            if not config.prefix_caching
+            else f"the prefix is shorter than one of {name}'s {config.kv_block_size}-token blocks"
+        )
+    else:
+        why = (
+            f"{release.engine.name} {release.version} caches the prefix's whole "
+            f"{config.kv_block_size}-token blocks ({held:,} tokens) once, and "
+            f"{workload.prefix_share:.0%} of the prompts read them from there"
+        )
+    return {
+        "cached_tokens_per_prompt": round(cached, 1),
+        "held_prefix_tokens": held,
+        "note": f"A typical prompt reads {cached:,.0f} of its tokens from the cache: {why}.",
     }
 
 
@@ -314,7 +379,7 @@ def _config(
     release: EngineRelease | None, accelerator: Accelerator, kv_capacity_tokens: int
 ) -> EngineConfig:
     """The release's scheduler on this accelerator; without an engine, the fallback budgets
-    catalog_adapter names."""
+    catalog_adapter names, caching no prefix (no engine says it would)."""
     if release is not None:
         return engine_config(release, accelerator, kv_capacity_tokens=kv_capacity_tokens)
     return EngineConfig(
@@ -322,6 +387,7 @@ def _config(
         max_num_seqs=FALLBACK_BUDGETS.max_num_seqs,
         kv_capacity_tokens=kv_capacity_tokens,
         kv_block_size=FALLBACK_BLOCK_SIZE,
+        prefix_caching=False,
     )
 
 

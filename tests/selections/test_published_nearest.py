@@ -371,3 +371,22 @@ def test_the_page_folds_published_rows_under_a_caution_when_none_is_near(publish
     assert far.index("<details>") < far.index('data-source-row="exact"')
     assert "2 published rows under other conditions" in far
     assert far.count("<details>") == far.count("</details>") == 1
+
+
+def test_a_goal_whose_prompts_share_a_prefix_is_told_no_published_row_states_one(
+    published, alice, acme, alice_client, goal_payload
+):
+    prefix = {"prefix_share": 0.8, "prefix_tokens": 512}
+    said = (
+        "prompts with no shared prefix stated vs the goal's 80% opening with a shared "
+        "512-token prefix"
+    )
+
+    estimate = _estimate(alice_client, {**H100_STACK, **prefix}).json()
+    goal_payload["workload"].update(prefix)
+    selection = _computed(alice, acme, goal_payload)
+    listed = alice_client.get(f"/api/v1/selections/{selection.pk}/candidates/").json()
+
+    assert [row["differences"][-1] for row in estimate["published"]] == [said, said]
+    assert listed["kept"]
+    assert all(said in c["published"][0]["differences"] for c in listed["kept"])

@@ -226,10 +226,10 @@ class WorkloadSerializer(serializers.Serializer):
         if ("model" in attrs) == ("custom_model" in attrs):
             message = "Name a catalog model or describe a custom_model, not both."
             raise serializers.ValidationError({"model": message})
-        if attrs["prefix_share"] > 0 and attrs["prefix_tokens"] < 1:
-            message = "A shared prefix needs its length when prefix_share is above 0."
-            raise serializers.ValidationError({"prefix_tokens": message})
-        errors = _context_errors(attrs) or {**_max_context_errors(attrs), **_prefix_errors(attrs)}
+        prefix = _prefix_errors(
+            attrs["prefix_share"], attrs["prefix_tokens"], _stated_bound(attrs["isl"])
+        )
+        errors = _context_errors(attrs) or {**_max_context_errors(attrs), **prefix}
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -266,14 +266,18 @@ def _stated_bound(length: dict[str, Any]) -> int | None:
     return max(length["values"]) if length.get("values") else None
 
 
-def _prefix_errors(attrs: dict[str, Any]) -> dict[str, Any]:
-    """A shared prefix is the start of a prompt, so it cannot be longer than every prompt (the
-    generator would lengthen those prompts to hold it, and simulate another workload)."""
-    longest = _stated_bound(attrs["isl"])
-    if attrs["prefix_share"] > 0 and longest is not None and attrs["prefix_tokens"] > longest:
+def _prefix_errors(share: float, tokens: int, longest: int | None) -> dict[str, Any]:
+    """A shared prefix needs a length, and it is the start of a prompt, so it cannot be longer
+    than every prompt (the generator would lengthen those prompts to hold it, and simulate
+    another workload)."""
+    if share <= 0:
+        return {}
+    if tokens < 1:
+        return {"prefix_tokens": ["A shared prefix needs its length when prefix_share is above 0."]}
+    if longest is not None and tokens > longest:
         message = (
-            f"The shared prefix ({attrs['prefix_tokens']} tokens) is longer than any prompt "
-            f"({longest} tokens at most); it is the start of a prompt."
+            f"The shared prefix ({tokens} tokens) is longer than any prompt ({longest} tokens at "
+            "most); it is the start of a prompt."
         )
         return {"prefix_tokens": [message]}
     return {}
@@ -688,6 +692,20 @@ class EstimateInputSerializer(serializers.Serializer):
         "evenly over the dp replicas, simulated to a steady state.",
     )
     tpot_ms = serializers.FloatField(min_value=0.001, required=False)
+    prefix_share = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        default=0.0,
+        help_text="Share of the prompts that open with one shared prefix (system prompt, RAG "
+        "preamble): an engine caching prefixes computes it once and reads it from its cache "
+        "after that.",
+    )
+    prefix_tokens = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_TOKENS,
+        default=0,
+        help_text="The shared prefix's length; required with prefix_share, at most isl.",
+    )
 
     def validate_engine(self, value: str) -> str:
         kind = Engine.objects.get(slug=value).kind
@@ -704,6 +722,9 @@ class EstimateInputSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {"rate_rps": "Give concurrency (closed loop) or rate_rps (open loop), not both."}
             )
+        prefix = _prefix_errors(attrs["prefix_share"], attrs["prefix_tokens"], attrs["isl"])
+        if prefix:
+            raise serializers.ValidationError(prefix)
         name, limit = _model_context(attrs)
         if limit and attrs["isl"] > limit:
             raise serializers.ValidationError({"isl": f"The input length {_exceeds(limit, name)}."})
@@ -825,6 +846,17 @@ class SpreadStartSerializer(serializers.Serializer):
     error_band = MetricErrorBandsSerializer(help_text="The answer's own method's bands.")
 
 
+class PrefixCacheSerializer(serializers.Serializer):
+    cached_tokens_per_prompt = serializers.FloatField(
+        help_text="A typical prompt's tokens read from the prefix cache (the shared prefix's "
+        "whole blocks times prefix_share); the analytic figures compute only the rest."
+    )
+    held_prefix_tokens = serializers.IntegerField(
+        help_text="The prefix's tokens the cache holds once; 0 when nothing is cached."
+    )
+    note = serializers.CharField(help_text="Why this many, or why none.")
+
+
 class EstimateOutputSerializer(serializers.Serializer):
     memory_method = serializers.CharField(
         help_text="Where the memory figures (weights, KV, fits) come from."
@@ -891,6 +923,9 @@ class EstimateOutputSerializer(serializers.Serializer):
     )
     per_replica = ReplicaShareSerializer(
         help_text="The load is the deployment's; each of its replicas serves an even share."
+    )
+    prefix_cache = PrefixCacheSerializer(
+        allow_null=True, help_text="Null when prefix_share is 0: no prompt shares a prefix."
     )
 
 
