@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.template.defaultfilters import pluralize
 from stackselect_domain.workload import trace_summary
 
 from apps.accounts.choices import Role
@@ -169,16 +170,24 @@ def _record_change(
     )
 
 
-def _candidate_row(selection: Selection, verdict: Verdict) -> Candidate:
+def _chosen_stacks(selection: Selection) -> set[str]:
+    """The stacks of the selection's chosen candidates, for a recompute to choose again."""
+    chosen = selection.candidates.filter(chosen=True).values_list("stack", flat=True)
+    return {_stack_key(stack) for stack in chosen}
+
+
+def _candidate_row(selection: Selection, verdict: Verdict, chosen: set[str]) -> Candidate:
     stack = verdict.stack
+    described = stack.as_dict()
     return Candidate(
         selection=selection,
         outcome=CandidateOutcome.KEPT if verdict.kept else CandidateOutcome.DROPPED,
+        chosen=verdict.kept and _stack_key(described) in chosen,
         rank=verdict.rank,
         release=stack.release,
         backend=stack.backend,
         accelerator=stack.accelerator,
-        stack=stack.as_dict(),
+        stack=described,
         score=verdict.score,
         estimate=verdict.estimate if verdict.kept else None,
         hints=[hint.as_dict() for hint in verdict.hints],
@@ -224,7 +233,7 @@ def candidates_compute(
     once. If the goal changed while this ran, nothing is stored. `efficiencies` takes fitted
     factors per (accelerator, engine); by default they are the ones calibration fitted on the
     team's measured runs of this selection. Jobs and runs of the old candidates are linked to
-    the new candidate of the same stack.
+    the new candidate of the same stack, and a chosen stack kept again is chosen again.
     """
     require_role(user=actor_user, team=selection.team, minimum=Role.ENGINEER)
     constraints = selection.constraints or {}
@@ -247,10 +256,13 @@ def candidates_compute(
         locked = Selection.objects.select_for_update().get(pk=selection.pk)
         if locked.state == SelectionState.ARCHIVED or _goal_of(locked) != _goal_of(selection):
             return locked
+        chosen = _chosen_stacks(locked)
         unlinked = _delete_candidates(locked)
         created = Candidate.objects.bulk_create(
-            (_candidate_row(locked, verdict) for verdict in verdicts), batch_size=_INSERT_BATCH
+            (_candidate_row(locked, verdict, chosen) for verdict in verdicts),
+            batch_size=_INSERT_BATCH,
         )
+        chosen_again = sum(candidate.chosen for candidate in created)
         linked = _link_again(unlinked, created)
         groups = group_dropped(
             (verdict.stack.as_dict(), [reason.as_dict() for reason in verdict.reasons])
@@ -284,10 +296,20 @@ def candidates_compute(
                     for (accelerator, engine), f in sorted(efficiencies.items())
                 },
                 "jobs_and_runs_linked_again": linked,
+                "chosen_again": chosen_again,
+                "chosen_no_longer_kept": len(chosen) - chosen_again,
             },
-            message=f"{len(evaluation.kept)} kept, {len(evaluation.dropped)} dropped",
+            message=f"{len(evaluation.kept)} kept, {len(evaluation.dropped)} dropped"
+            + _chosen_words(chosen_again, len(chosen) - chosen_again),
         )
     return locked
+
+
+def _chosen_words(again: int, lost: int) -> str:
+    if not again and not lost:
+        return ""
+    words = f"; {again} chosen stack{pluralize(again)} chosen again"
+    return words + (f", {lost} no longer kept" if lost else "")
 
 
 @transaction.atomic

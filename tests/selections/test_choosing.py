@@ -302,3 +302,27 @@ def test_the_plan_filters_offer_the_values_the_kept_candidates_have(wide, alice_
         for value in values:
             assert f'<option value="{value}"' in page
     assert '<option value="fp8"' not in page
+
+
+def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
+    catalog, alice, acme, goal_payload
+):
+    goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    services.candidates_compute(actor_user=alice, selection=selection)
+    picks = [kept(selection, 1), kept(selection, 3), kept(selection, 4)]
+    services.candidates_choose(
+        actor_user=alice, selection=selection, candidate_ids=[c.pk for c in picks]
+    )
+    # a stack the catalog no longer offers (say, a release taken out) is not kept again
+    retired = {**picks[2].stack, "engine_version": "0.0-retired"}
+    selection.candidates.filter(pk=picks[2].pk).update(stack=retired)
+
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    chosen = selection.candidates.filter(chosen=True)
+    assert [c.stack for c in chosen.order_by("rank")] == [p.stack for p in picks[:2]]
+    assert not chosen.filter(pk__in=[p.pk for p in picks]).exists()  # new rows
+    event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
+    assert (event.after["chosen_again"], event.after["chosen_no_longer_kept"]) == (2, 1)
+    assert event.message.endswith("; 2 chosen stacks chosen again, 1 no longer kept")
