@@ -98,8 +98,16 @@ def test_a_shared_prefix_the_engine_caches_is_held_once_when_counting_what_fits(
     fits = f"so {held} sequences of 8192 tokens fit at once, each shared prefix held once"
     assert fits in hint["message"]
     assert row.estimate["memory"]["shared_prefix_sequences"] == held
+    # the analytic TTFT computes the rest of each prompt, and the row says so
+    assert row.estimate["latency"]["cached_tokens"] == 6144
     page = alice_client.get(f"/selections/{row.selection_id}/candidates/").content.decode()
     assert f"{held} with each shared prefix held once" in page
+    assert "a typical prompt reading 6,144 of its tokens from the prefix cache" in page
+    uncached = row.selection.candidates.filter(
+        outcome=CandidateOutcome.KEPT, stack__engine="lmdeploy"
+    )
+    assert uncached.exists()
+    assert all("cached_tokens" not in c.estimate["latency"] for c in uncached)
 
 
 def test_a_load_the_kv_cache_holds_is_not_flagged(catalog, alice, acme, goal_payload):
