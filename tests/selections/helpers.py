@@ -8,6 +8,18 @@ from apps.selections import services
 from apps.selections.api.serializers import SelectionInputSerializer
 from apps.selections.models import Selection
 
+# An /estimate request: Llama 3.1 8B in BF16 on one H100 with vLLM, 1k-token prompts.
+H100_VLLM_ESTIMATE = {
+    "model": "llama-3.1-8b",
+    "precision": "bf16",
+    "accelerator": "h100-sxm",
+    "gpu_count": 1,
+    "tp": 1,
+    "isl": 1024,
+    "osl": 256,
+    "engine": "vllm",
+}
+
 
 def create_selection(*, user: Any, team: Any, payload: dict[str, Any]) -> Selection:
     """Validate a goal document the way the API does (for the user's team) and store it."""

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.selections.helpers import H100_VLLM_ESTIMATE as STACK
+
 pytestmark = pytest.mark.django_db
 
-STACK = {
-    "model": "llama-3.1-8b",
-    "precision": "bf16",
-    "accelerator": "h100-sxm",
-    "gpu_count": 1,
-    "tp": 1,
-    "isl": 1024,
-    "osl": 256,
-    "engine": "vllm",
-}
 PREFIX = {"prefix_share": 1.0, "prefix_tokens": 770}
 
 

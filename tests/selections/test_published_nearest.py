@@ -25,20 +25,9 @@ from apps.catalog.selectors import (
 from apps.catalog.services import published_import
 from apps.selections import services
 from tests.catalog.published_rows import OVERVIEW_GOAL, sample_row
-from tests.selections.helpers import create_selection
+from tests.selections.helpers import H100_VLLM_ESTIMATE, create_selection
 
 pytestmark = pytest.mark.django_db
-
-H100_STACK = {
-    "model": "llama-3.1-8b",
-    "precision": "bf16",
-    "accelerator": "h100-sxm",
-    "gpu_count": 1,
-    "tp": 1,
-    "isl": 1024,
-    "osl": 256,
-    "engine": "vllm",
-}
 
 
 @pytest.fixture
@@ -56,7 +45,7 @@ def _estimate(client, payload):
 def test_the_estimate_answers_the_nearest_published_rows_with_their_source_and_differences(
     published, alice_client
 ):
-    response = _estimate(alice_client, H100_STACK)
+    response = _estimate(alice_client, H100_VLLM_ESTIMATE)
 
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -87,7 +76,7 @@ def test_the_estimate_answers_the_nearest_published_rows_with_their_source_and_d
 def test_an_estimate_at_a_rate_weighs_the_requests_its_own_time_keeps_in_flight(
     published, alice_client
 ):
-    body = _estimate(alice_client, {**H100_STACK, "rate_rps": 4}).json()
+    body = _estimate(alice_client, {**H100_VLLM_ESTIMATE, "rate_rps": 4}).json()
 
     in_flight = math.ceil(4 * body["e2e_ms"] / 1e3)  # Little's law on the answer's own time
     first = body["published"][0]
@@ -104,7 +93,7 @@ def test_the_estimate_for_a_model_without_published_rows_answers_none_and_says_w
     published, alice_client
 ):
     body = _estimate(
-        alice_client, {**H100_STACK, "model": "llama-3.1-70b", "gpu_count": 2, "tp": 2}
+        alice_client, {**H100_VLLM_ESTIMATE, "model": "llama-3.1-70b", "gpu_count": 2, "tp": 2}
     )
 
     assert body.json()["published"] == []
@@ -228,7 +217,7 @@ def test_the_estimate_says_which_published_rows_do_not_add_up_from_a_cold_cache(
     rows = [sample_row(id="exact"), sample_row(id="too-fast", **TOO_FAST)]
     published_import(actor=Actor.system("test"), rows=rows)
 
-    body = _estimate(alice_client, H100_STACK).json()
+    body = _estimate(alice_client, H100_VLLM_ESTIMATE).json()
 
     loads = {row["source"]["row"]: row["prompt_load"] for row in body["published"]}
     # 16 / (80.5 ms + 255 x 7.25 ms) requests a second x 1,024 x 2 x 8.03e9 FLOPs / 989 TFLOPS
@@ -288,7 +277,7 @@ def test_the_estimate_says_which_published_rows_ran_more_clients_than_their_engi
     ]
     published_import(actor=Actor.system("test"), rows=rows)
 
-    body = _estimate(alice_client, H100_STACK).json()
+    body = _estimate(alice_client, H100_VLLM_ESTIMATE).json()
 
     by_row = {row["source"]["row"]: row for row in body["published"]}
     capped, exact = by_row["capped"]["engine_batch"], by_row["exact"]["engine_batch"]
@@ -343,8 +332,8 @@ def test_the_published_row_on_a_page_says_what_the_source_did_not_publish(overvi
 def test_a_row_of_the_stacks_gpu_engine_and_precision_near_its_conditions_is_marked_near(
     published, alice_client
 ):
-    same = _estimate(alice_client, H100_STACK).json()["published"]
-    other_precision = _estimate(alice_client, {**H100_STACK, "precision": "fp8"}).json()
+    same = _estimate(alice_client, H100_VLLM_ESTIMATE).json()["published"]
+    other_precision = _estimate(alice_client, {**H100_VLLM_ESTIMATE, "precision": "fp8"}).json()
 
     # the exact row differs by its engine version (1), the longer one by two doublings more (3)
     assert [(row["source"]["row"], row["near"]) for row in same] == [
@@ -382,7 +371,7 @@ def test_a_goal_whose_prompts_share_a_prefix_is_told_no_published_row_states_one
         "512-token prefix"
     )
 
-    estimate = _estimate(alice_client, {**H100_STACK, **prefix}).json()
+    estimate = _estimate(alice_client, {**H100_VLLM_ESTIMATE, **prefix}).json()
     goal_payload["workload"].update(prefix)
     selection = _computed(alice, acme, goal_payload)
     listed = alice_client.get(f"/api/v1/selections/{selection.pk}/candidates/").json()
