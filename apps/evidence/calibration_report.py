@@ -39,11 +39,13 @@ class Fit:
 
 @dataclass(frozen=True)
 class PredictionError:
-    """A candidate's predicted and measured figures; `error` is measured / predicted - 1."""
+    """A candidate's predicted and measured figures; `error` is measured / predicted - 1. The
+    accelerator and engine name the fit that re-estimated it."""
 
     candidate_id: int
     label: str
     rows: list[dict[str, Any]]
+    fit_key: tuple[str, str]
 
 
 def nearest_point(points: Sequence[PointEvidence], in_flight: float) -> PointEvidence | None:
@@ -233,8 +235,8 @@ def calibration_report(
     by_key = {(fit.accelerator, fit.engine): fit for fit in found}
     errors = []
     for entry, candidate in _measured(evidence, candidates):
-        fit = by_key.get((candidate.accelerator.slug, str(candidate.stack.get("engine"))))
-        rows = _error_rows(selection, entry, candidate, fit)
+        key = (candidate.accelerator.slug, str(candidate.stack.get("engine")))
+        rows = _error_rows(selection, entry, candidate, by_key.get(key))
         if rows:
-            errors.append(PredictionError(candidate.pk, entry.label, rows))
+            errors.append(PredictionError(candidate.pk, entry.label, rows, key))
     return CalibrationReport(found, errors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -26,6 +27,7 @@ from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
 from apps.evidence.sample_store import GAP_DTYPE, READ_COLUMNS
 from apps.evidence.stored import summary_from_json
 from apps.evidence.summaries import slo_of
+from apps.selections.efficiency_fit import TeamFit
 from apps.selections.estimator import Efficiency
 from apps.selections.models import Candidate, Selection
 
@@ -192,15 +194,23 @@ def candidate_facts(entry: CandidateEvidence) -> fairness.CandidateFacts:
     )
 
 
-def team_factors(*, selection: Selection) -> dict[tuple[str, str], Efficiency]:
+def team_factors(*, selection: Selection) -> dict[tuple[str, str], TeamFit]:
     """The roofline's efficiency factors refitted on the selection's measured runs, per
-    (accelerator, engine), as the evidence page's calibration shows them; none unmeasured."""
+    (accelerator, engine), as the evidence page's calibration shows them, with the load points
+    each fit saw and the refitted estimate's error on each metric of them; none unmeasured."""
     if selection.model_id is None or not runs_of(team=selection.team, selection=selection).exists():
         return {}
     report = selection_evidence(team=selection.team, selection_id=selection.pk).calibration
+    errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for measured in report.errors:
+        for row in measured.rows:
+            if row["calibrated_error"] is not None:
+                errors[measured.fit_key][str(row["metric"])].append(row["calibrated_error"])
     return {
-        (fit.accelerator, fit.engine): replace(
-            Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth
+        (fit.accelerator, fit.engine): TeamFit(
+            efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
+            measurements=fit.measurements,
+            errors=dict(errors[(fit.accelerator, fit.engine)]),
         )
         for fit in report.fits
     }

@@ -10,8 +10,8 @@ first-order otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from apps.selections.estimator import (
     AcceleratorSpec,
@@ -23,6 +23,17 @@ from apps.selections.estimator import (
 )
 
 MIN_FACTOR = 0.01
+
+
+@dataclass(frozen=True)
+class TeamFit:
+    """Factors fitted on a team's measured runs of one engine on one GPU, with what the fit
+    saw: how many measured load points, and how far the refitted estimate still reads each
+    metric of those same runs (measured / predicted - 1; in-sample, not held out)."""
+
+    efficiency: Efficiency
+    measurements: int = 0
+    errors: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from typing import Any
 
 from stackselect_domain.steptime import METHOD_TEAM_FITTED
 
+from apps.selections.efficiency_fit import TeamFit
+
 BANDS_FILE = Path(__file__).parent / "data" / "error_bands.json"
 METRICS = ("ttft", "tpot")
 CAPACITY = "capacity"  # output tokens/s per GPU at maximum load
@@ -149,22 +151,48 @@ def write_bands(
 # ---------------------------------------------------------------- as estimates carry them
 
 NO_BAND_REASON = "no held-out accuracy measured for this method and metric yet"
-TEAM_FITTED_REASON = (
-    "timed with factors fitted on the team's own runs; no held-out accuracy is measured for "
-    "them, and the plain roofline's band does not describe them"
+_TEAM_FITTED_UNBANDED = (
+    "no held-out accuracy is measured for them, and the plain roofline's band does not "
+    "describe them"
 )
+TEAM_FITTED_REASON = f"timed with factors fitted on the team's own runs; {_TEAM_FITTED_UNBANDED}"
 ESTIMATE_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms", "goodput_per_gpu_rps", "replica_capacity_rps")
 _STORED_AS = {**{f"{metric}_ms": metric for metric in METRICS}, "replica_capacity_rps": CAPACITY}
 
 
+def team_fitted_reason(metric: str, fit: TeamFit | None) -> str:
+    """Why a team-fitted figure has no band, with what its fit saw: the measured load points
+    and, for a metric they measured, how far the refitted estimate read them."""
+    if fit is None or not fit.measurements:
+        return TEAM_FITTED_REASON
+    points = f"{fit.measurements} measured load point{'s' if fit.measurements != 1 else ''}"
+    errors = sorted(fit.errors.get(metric) or ())
+    seen = ""
+    if errors:
+        spread = f"{errors[0]:+.0%}" + (f" to {errors[-1]:+.0%}" if len(errors) > 1 else "")
+        seen = (
+            f"; those runs measured {metric.removesuffix('_ms').upper()} {spread} against the "
+            "refitted estimate (in-sample: the same runs fitted it)"
+        )
+    return f"timed with factors fitted on {points} of the team's own runs{seen}; " + (
+        _TEAM_FITTED_UNBANDED
+    )
+
+
 def band_record(
-    method: str, metric: str, *, engine: str | None = None, vendor: str | None = None
+    method: str,
+    metric: str,
+    *,
+    engine: str | None = None,
+    vendor: str | None = None,
+    team_fit: TeamFit | None = None,
 ) -> dict[str, Any]:
     """An estimate's band for one of its figures: {"band": {"p10", "p90"}, "rows", "measured_on",
     "source", "measured_for": the engines and vendors measured, "covers_stack": whether this
-    stack's `engine` and `vendor` are among them}, or {"band": None, "reason": why none}."""
+    stack's `engine` and `vendor` are among them}, or {"band": None, "reason": why none}; a
+    team-fitted figure's reason says what `team_fit` saw."""
     if method == METHOD_TEAM_FITTED:
-        return {"band": None, "reason": TEAM_FITTED_REASON}
+        return {"band": None, "reason": team_fitted_reason(metric, team_fit)}
     stored = _STORED_AS.get(metric)
     band = error_band(method, stored) if stored else None
     if band is None:
@@ -186,7 +214,11 @@ def error_bands(
     *,
     engine: str | None = None,
     vendor: str | None = None,
+    team_fit: TeamFit | None = None,
 ) -> dict[str, Any]:
     """The bands of an estimate's figures, each saying whether it was measured on stacks of
     this engine and vendor."""
-    return {metric: band_record(method, metric, engine=engine, vendor=vendor) for metric in metrics}
+    return {
+        metric: band_record(method, metric, engine=engine, vendor=vendor, team_fit=team_fit)
+        for metric in metrics
+    }

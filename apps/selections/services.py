@@ -28,10 +28,10 @@ from apps.catalog.models import ModelSpec
 from apps.core.parsers import check_values
 from apps.selections.candidates import Verdict, evaluate
 from apps.selections.candidates.goal import goal_from_documents
-from apps.selections.candidates.ranking import Efficiencies
+from apps.selections.candidates.ranking import TeamFits
 from apps.selections.catalog_adapter import CatalogSnapshot
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
-from apps.selections.estimator import Efficiency
+from apps.selections.efficiency_fit import TeamFit
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.replay import resolved_workload
 from apps.selections.selectors import group_dropped
@@ -146,11 +146,11 @@ def _link_again(unlinked: Unlinked, created: list[Candidate]) -> int:
     return linked
 
 
-def _team_factors(selection: Selection) -> Efficiencies:
+def _team_factors(selection: Selection) -> TeamFits:
     """Efficiency factors fitted on the team's measured runs of this selection, per
     (accelerator, engine), from whichever app answers `team_factors_wanted` (the evidence
     app's calibration); none without an answer."""
-    factors: dict[tuple[str, str], Efficiency] = {}
+    factors: dict[tuple[str, str], TeamFit] = {}
     for _, answer in team_factors_wanted.send(sender=Selection, selection=selection):
         factors.update(answer or {})
     return factors
@@ -225,12 +225,12 @@ def candidates_request(*, actor_user: Any, selection: Selection) -> Selection:
 
 
 def candidates_compute(
-    *, actor_user: Any, selection: Selection, efficiencies: Efficiencies | None = None
+    *, actor_user: Any, selection: Selection, team_fits: TeamFits | None = None
 ) -> Selection:
     """Enumerate, filter and rank stacks for the selection's goal and store them all.
 
     Runs in the background task (tasks.py), or directly where a caller needs the result at
-    once. If the goal changed while this ran, nothing is stored. `efficiencies` takes fitted
+    once. If the goal changed while this ran, nothing is stored. `team_fits` takes fitted
     factors per (accelerator, engine); by default they are the ones calibration fitted on the
     team's measured runs of this selection. Jobs and runs of the old candidates are linked to
     the new candidate of the same stack, and a chosen stack kept again is chosen again.
@@ -248,9 +248,9 @@ def candidates_compute(
     except ValueError as error:
         field, _, message = str(error).partition(": ")
         raise ValidationError({"workload": f"{field}: {message}" if message else field}) from error
-    if efficiencies is None:
-        efficiencies = _team_factors(selection)
-    evaluation = evaluate(snapshot_, goal, efficiencies=efficiencies)
+    if team_fits is None:
+        team_fits = _team_factors(selection)
+    evaluation = evaluate(snapshot_, goal, team_fits=team_fits)
     verdicts = evaluation.kept + evaluation.dropped
     with transaction.atomic():
         locked = Selection.objects.select_for_update().get(pk=selection.pk)
@@ -292,8 +292,12 @@ def candidates_compute(
                 "reasons": dict(sorted((group.code, group.count) for group in groups)),
                 "leader": evaluation.kept[0].stack.as_dict() if evaluation.kept else None,
                 "team_factors": {
-                    f"{accelerator}/{engine}": {"compute": f.compute, "bandwidth": f.bandwidth}
-                    for (accelerator, engine), f in sorted(efficiencies.items())
+                    f"{accelerator}/{engine}": {
+                        "compute": fit.efficiency.compute,
+                        "bandwidth": fit.efficiency.bandwidth,
+                        "measurements": fit.measurements,
+                    }
+                    for (accelerator, engine), fit in sorted(team_fits.items())
                 },
                 "jobs_and_runs_linked_again": linked,
                 "chosen_again": chosen_again,

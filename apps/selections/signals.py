@@ -6,8 +6,9 @@
   evidence app) answers {candidate id: [predicted-versus-measured rows]} for the candidates
   it has measured results of. With no receiver the page simply shows no measurements.
 - `team_factors_wanted(selection=...)`: asked before a selection's candidates are computed; a
-  receiver (the evidence app) answers {(accelerator slug, engine slug): Efficiency} fitted on
-  the team's measured runs of the selection. With no receiver the roofline keeps its own.
+  receiver (the evidence app) answers {(accelerator slug, engine slug): efficiency_fit.TeamFit}
+  fitted on the team's measured runs of the selection, with the load points it saw and how far
+  the refitted estimate reads them. With no receiver the roofline keeps its own.
 - `stages_wanted(selections=...)`: asked while a selection page or the list renders; a receiver
   (the dashboard) answers {selection id: stage label} from the plans, evidence and decisions
   above this app, so a selection's stage follows its decision. With no receiver the pages show

@@ -15,6 +15,7 @@ from apps.selections.candidates.enumeration import layouts
 from apps.selections.candidates.goal import goal_from_documents
 from apps.selections.catalog_adapter import CatalogSnapshot
 from apps.selections.choices import CandidateOutcome, SelectionState
+from apps.selections.efficiency_fit import TeamFit
 from apps.selections.estimator import Efficiency, ModelArch
 from tests.selections.conftest import GOAL
 from tests.selections.helpers import create_selection
@@ -318,7 +319,9 @@ def test_a_stack_timed_with_the_teams_own_factors_claims_no_band_the_plain_roofl
     goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
     services.candidates_compute(
-        actor_user=alice, selection=selection, efficiencies={("h100-sxm", "vllm"): Efficiency()}
+        actor_user=alice,
+        selection=selection,
+        team_fits={("h100-sxm", "vllm"): TeamFit(Efficiency())},
     )
 
     fitted = _kept(selection, engine="vllm")

@@ -71,3 +71,32 @@ def test_the_teams_measured_runs_refit_the_roofline_that_times_their_engine_on_t
     rule = page.split('id="ranking-rule">', 1)[1].split("</p>", 1)[0]
     assert any(row.estimate["comparison"] == "simulated" for row in vllm)
     assert "factors fitted on the team's own measured runs" in rule
+
+
+def test_a_row_timed_with_the_teams_factors_says_what_fitted_them_and_how_far_they_read_it(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    selection, _, _ = _measured_leader(alice, acme, goal_payload)
+    calibration = alice_client.get(f"/api/v1/selections/{selection.pk}/evidence/").json()[
+        "calibration"
+    ]
+    (fit,) = calibration["fits"]
+    (measured,) = calibration["errors"]
+    after = {row["metric"]: row["calibrated_error"] for row in measured["rows"]}
+
+    services.candidates_compute(actor_user=alice, selection=selection)
+
+    row = selection.candidates.filter(outcome=CandidateOutcome.KEPT, stack__engine="vllm")[0]
+    bands = row.estimate["error_band"]
+    points = f"fitted on {fit['measurements']} measured load points of the team's own runs"
+    for metric in ("ttft", "tpot"):
+        reason = bands[f"{metric}_ms"]["reason"]
+        assert bands[f"{metric}_ms"]["band"] is None
+        assert points in reason
+        measured = f"{metric.upper()} {after[f'{metric}_ms']:+.0%} against the refitted estimate"
+        assert f"those runs measured {measured} (in-sample" in reason
+    # goodput was not re-estimated by the fit: only the count is said
+    assert points in bands["goodput_per_gpu_rps"]["reason"]
+    assert "those runs measured" not in bands["goodput_per_gpu_rps"]["reason"]
+    event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
+    assert event.after["team_factors"]["h100-sxm/vllm"]["measurements"] == fit["measurements"]

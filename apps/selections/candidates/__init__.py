@@ -10,7 +10,7 @@ from apps.selections.candidates.filters import Judge
 from apps.selections.candidates.goal import Goal
 from apps.selections.candidates.hints import hint_features, hints_for
 from apps.selections.candidates.kernels import collapse_backends
-from apps.selections.candidates.ranking import Efficiencies, Ranker
+from apps.selections.candidates.ranking import Ranker, TeamFits
 from apps.selections.candidates.stack import Reason, Stack, Verdict
 from apps.selections.catalog_adapter import CatalogSnapshot
 
@@ -27,11 +27,12 @@ def evaluate(
     snapshot: CatalogSnapshot,
     goal: Goal,
     *,
-    efficiencies: Efficiencies | None = None,
+    team_fits: TeamFits | None = None,
     simulate_top: int | None = None,
 ) -> Evaluation:
     """Every stack of the catalog for this goal: kept ones ranked with hints, dropped ones with
-    all their reasons. `efficiencies` maps (accelerator slug, engine slug) to fitted factors."""
+    all their reasons. `team_fits` maps (accelerator slug, engine slug) to factors fitted on the
+    team's runs."""
     judge = Judge(snapshot, goal)
     kept, dropped = [], []
     for stack in (*non_serving_stacks(snapshot, goal), *serving_stacks(snapshot, goal)):
@@ -39,7 +40,7 @@ def evaluate(
         (kept if verdict.kept else dropped).append(verdict)
     kept = collapse_backends(kept, snapshot, relevant=hint_features(goal))
     options = {} if simulate_top is None else {"simulate_top": simulate_top}
-    Ranker(goal, judge, efficiencies=efficiencies, **options).rank(kept)
+    Ranker(goal, judge, team_fits=team_fits, **options).rank(kept)
     for verdict in kept:
         verdict.hints = hints_for(goal, verdict, judge)
     return Evaluation(kept=compose(kept, judge), dropped=dropped)

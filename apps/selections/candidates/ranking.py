@@ -44,6 +44,7 @@ from apps.selections.catalog_adapter import (
     scheduler_budgets,
     scheduler_record,
 )
+from apps.selections.efficiency_fit import TeamFit
 from apps.selections.error_bands import error_bands
 from apps.selections.estimator import (
     Efficiency,
@@ -86,7 +87,8 @@ TIE_BREAK_RULE = (
     "marked as tied and listed by name"
 )
 
-Efficiencies = Mapping[tuple[str, str], Efficiency]
+# (accelerator slug, engine slug) -> factors fitted on the team's runs of that engine there
+TeamFits = Mapping[tuple[str, str], TeamFit]
 
 
 @dataclass(frozen=True)
@@ -111,22 +113,27 @@ class Ranker:
         goal: Goal,
         judge: Judge,
         *,
-        efficiencies: Efficiencies | None = None,
+        team_fits: TeamFits | None = None,
         simulate_top: int = SIMULATE_TOP,
         sim_requests: int = SIM_REQUESTS,
     ) -> None:
         self.goal = goal
         self.judge = judge
-        self.efficiencies = efficiencies or {}
+        self.team_fits = team_fits or {}
         self.simulate_top = simulate_top
         self.sim_requests = sim_requests
         self._throughput: dict[tuple, Throughput] = {}
         self._simulated: dict[tuple, dict] = {}
         self._hits: dict[int, float] = {}  # by release: its prefix cache and block size
 
+    def team_fit(self, stack: Stack) -> TeamFit | None:
+        """The fit of the team's runs of this engine on this accelerator, if any."""
+        return self.team_fits.get((stack.accelerator.slug, stack.release.engine.slug))
+
     def efficiency(self, stack: Stack) -> Efficiency | None:
         """Factors fitted on the team's runs for this accelerator and engine, if any."""
-        return self.efficiencies.get((stack.accelerator.slug, stack.release.engine.slug))
+        fit = self.team_fit(stack)
+        return fit.efficiency if fit else None
 
     def inputs(self, stack: Stack) -> StackInputs:
         goal = self.goal
@@ -321,9 +328,12 @@ class Ranker:
 
     def _bands(self, stack: Stack, method: str) -> dict:
         """The method's error bands, each saying whether it was measured on this engine and
-        vendor (none for the team-fitted roofline, with the reason)."""
+        vendor (none for the team-fitted roofline, with the reason and what its fit saw)."""
         return error_bands(
-            method, engine=stack.release.engine.slug, vendor=stack.accelerator.vendor
+            method,
+            engine=stack.release.engine.slug,
+            vendor=stack.accelerator.vendor,
+            team_fit=self.team_fit(stack),
         )
 
     def _per_gpu(self, stack: Stack, replica_rps: float) -> float:
