@@ -300,6 +300,12 @@ def _spread_words(clients: int, span_s: float) -> dict[str, Any]:
     }
 
 
+_UNBANDED_SAVING = (
+    " The error bands were measured on published rows whose prompts share no prefix, so they do "
+    "not measure this saving."
+)
+
+
 def _prefix_cache(
     workload: Workload,
     config: EngineConfig | None,
@@ -332,7 +338,8 @@ def _prefix_cache(
     return {
         "cached_tokens_per_prompt": round(cached, 1),
         "held_prefix_tokens": held,
-        "note": f"A typical prompt reads {cached:,.0f} of its tokens from the cache: {why}.",
+        "note": f"A typical prompt reads {cached:,.0f} of its tokens from the cache: {why}."
+        + (_UNBANDED_SAVING if cached else ""),
     }
 
 

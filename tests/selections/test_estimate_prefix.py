@@ -32,6 +32,7 @@ def test_a_prefix_the_engine_caches_shortens_the_ttft_and_says_how_many_tokens_i
     assert cache["cached_tokens_per_prompt"] == 768
     assert half["prefix_cache"]["cached_tokens_per_prompt"] == 384
     assert "vLLM" in cache["note"] and "768" in cache["note"]
+    assert "bands were measured on published rows whose prompts share no prefix" in cache["note"]
     assert shared["ttft_ms"] < half["ttft_ms"] < plain["ttft_ms"]
     assert shared["method"] == plain["method"]
 
@@ -72,6 +73,7 @@ def test_an_engine_without_a_reusable_prefix_cache_computes_every_prompt_and_say
     assert shared["ttft_ms"] == pytest.approx(plain["ttft_ms"])
     assert shared["prefix_cache"]["cached_tokens_per_prompt"] == 0
     assert "no prefix cache of LMDeploy" in shared["prefix_cache"]["note"]
+    assert "bands" not in shared["prefix_cache"]["note"]  # nothing saved, nothing unmeasured
     assert unnamed["prefix_cache"]["held_prefix_tokens"] == 0
     assert "no engine is named" in unnamed["prefix_cache"]["note"]
 
