@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -159,19 +159,24 @@ def selection_evidence(
     slo = slo_of(selection.slo)
     tolerance = quality_tolerance_of(selection)
     evidence = build_evidence(runs, reference_key=reference, quality_tolerance=tolerance)
-    candidate_ids = {entry.candidate_id for entry in evidence if entry.candidate_id}
-    candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
-    by_id = {
-        candidate.pk: candidate for candidate in candidates.select_related("accelerator", "release")
-    }
-    # Calibration sees measured and imported runs only, judged against a measured reference.
-    measured = [run for run in runs if not run.identity.get("simulated")]
-    report = calibration_report(selection, build_evidence(measured), by_id)
+    report = _calibration(selection, runs)
     superseded = superseded_runs_of(team=team, selection=selection)
     checklist = fairness.checklist([candidate_facts(entry) for entry in evidence])
     return SelectionEvidence(
         selection, slo, evidence, partial, report, superseded, checklist, tolerance
     )
+
+
+def _calibration(selection: Selection, runs: Sequence[StoredRun]) -> CalibrationReport:
+    """The calibration of the selection's measured and imported runs (never simulated ones),
+    judged against a measured reference."""
+    measured = build_evidence([run for run in runs if not run.identity.get("simulated")])
+    candidate_ids = {entry.candidate_id for entry in measured if entry.candidate_id}
+    candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
+    by_id = {
+        candidate.pk: candidate for candidate in candidates.select_related("accelerator", "release")
+    }
+    return calibration_report(selection, measured, by_id)
 
 
 def quality_tolerance_of(selection: Selection) -> float:
@@ -200,7 +205,8 @@ def team_factors(*, selection: Selection) -> dict[tuple[str, str], TeamFit]:
     each fit saw and the refitted estimate's error on each metric of them; none unmeasured."""
     if selection.model_id is None or not runs_of(team=selection.team, selection=selection).exists():
         return {}
-    report = selection_evidence(team=selection.team, selection_id=selection.pk).calibration
+    runs, _ = stored_runs(team=selection.team, selection=selection)
+    report = _calibration(selection, runs)
     errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for measured in report.errors:
         for row in measured.rows:
