@@ -59,7 +59,7 @@ def test_a_simulated_estimate_serves_the_cached_prefix_from_the_cache(catalog, a
     assert shared["percentiles"]["ttft_ms"]["p50"] < plain["percentiles"]["ttft_ms"]["p50"]
 
 
-def test_an_engine_without_a_reusable_prefix_cache_computes_every_prompt_and_says_why(
+def test_without_a_prefix_cache_to_read_every_prompt_is_computed_and_the_answer_says_why(
     catalog, alice_client
 ):
     lmdeploy = {**STACK, "engine": "lmdeploy"}
@@ -69,6 +69,7 @@ def test_an_engine_without_a_reusable_prefix_cache_computes_every_prompt_and_say
     unnamed = _estimate(
         alice_client, {key: value for key, value in {**STACK, **PREFIX}.items() if key != "engine"}
     )
+    short = _estimate(alice_client, {**STACK, **PREFIX, "prefix_tokens": 10})
 
     assert shared["ttft_ms"] == pytest.approx(plain["ttft_ms"])
     assert shared["prefix_cache"]["cached_tokens_per_prompt"] == 0
@@ -76,6 +77,8 @@ def test_an_engine_without_a_reusable_prefix_cache_computes_every_prompt_and_say
     assert "bands" not in shared["prefix_cache"]["note"]  # nothing saved, nothing unmeasured
     assert unnamed["prefix_cache"]["held_prefix_tokens"] == 0
     assert "no engine is named" in unnamed["prefix_cache"]["note"]
+    assert short["prefix_cache"]["cached_tokens_per_prompt"] == 0
+    assert "shorter than one of vLLM" in short["prefix_cache"]["note"]
 
 
 def test_a_layout_that_does_not_fit_caches_nothing_and_says_why(catalog, alice_client):
