@@ -82,6 +82,24 @@ def arrival_text(arrival: Mapping[str, Any]) -> str:
     return text
 
 
+def sharing_text(workload: Mapping[str, Any]) -> str:
+    """What the goal's requests share and carry besides their lengths: the shared prompt prefix
+    (its predictions read it from an engine's prefix cache), tool or structured-output requests
+    and multi-turn conversations; "no shared prefix" when nothing is stated."""
+    share = float(workload.get("prefix_share") or 0)
+    parts = [
+        f"{share:.0%} of prompts open with a shared {int(workload.get('prefix_tokens') or 0):,}"
+        "-token prefix"
+        if share > 0
+        else "no shared prefix"
+    ]
+    if tool_share := float(workload.get("tool_share") or 0):
+        parts.append(f"{tool_share:.0%} tool-call or structured-output requests")
+    if workload.get("multi_turn"):
+        parts.append("multi-turn conversations")
+    return "; ".join(parts)
+
+
 def _list(values: Iterable[Any]) -> str:
     items = [str(value) for value in values]
     return ", ".join(items) if items else "none"
@@ -100,6 +118,7 @@ def goal_lines(goal: Mapping[str, Any]) -> list[str]:
         f"- Input length: {length_text(workload['isl'])}",
         f"- Output length: {length_text(workload['osl'])}",
         f"- Arrival: {arrival_text(workload['arrival'])}",
+        f"- Sharing: {sharing_text(workload)}",
         f"- Precision: {_list(_as_list(workload.get('precision')))}",
         f"- SLO: {SLO.from_dict(slo).describe()}",
         f"- Capacity: accelerators {_list(capacity['accelerators'])}, "

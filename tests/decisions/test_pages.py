@@ -168,3 +168,26 @@ def test_editing_a_draft_in_the_page_saves_the_decision(alice_client, acme, alic
         {"A": "A costs more per request."},
     )
     assert record.retest_kinds == ["age", "gpu"]
+
+
+def test_the_record_says_what_the_goals_requests_share_on_the_page_and_in_the_export(
+    alice_client, acme, alice, approver_bob, selection
+):
+    selection.workload = {
+        **selection.workload,
+        "prefix_share": 0.9,
+        "prefix_tokens": 3000,
+        "tool_share": 0.2,
+    }
+    selection.save(update_fields=["workload"])
+    record = accepted(alice, approver_bob, acme, selection)
+
+    page = alice_client.get(reverse("decisions:detail", args=[record.pk])).content.decode()
+    export = alice_client.get(reverse("decisions:markdown", args=[record.pk])).content.decode()
+
+    said = (
+        "90% of prompts open with a shared 3,000-token prefix; "
+        "20% tool-call or structured-output requests"
+    )
+    assert f'<dd data-field="sharing">{said}</dd>' in page
+    assert f"- Sharing: {said}\n" in export

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from apps.decisions.export import estimate_text
+from apps.decisions.export import arrival_text, estimate_text, length_text, sharing_text
 
 register = template.Library()
 
@@ -16,3 +16,21 @@ register = template.Library()
 def estimate_text_filter(estimate: Mapping[str, Any] | None) -> str:
     """A candidate's predicted figures, each with its method and band, as the export says them."""
     return estimate_text(estimate or {})
+
+
+@register.filter(name="length_text")
+def length_text_filter(spec: Mapping[str, Any]) -> str:
+    """A goal's input or output length distribution, as the export words it."""
+    return length_text(spec)
+
+
+@register.filter(name="arrival_text")
+def arrival_text_filter(arrival: Mapping[str, Any]) -> str:
+    """A goal's arrival process, as the export words it."""
+    return arrival_text(arrival)
+
+
+@register.filter(name="sharing_text")
+def sharing_text_filter(workload: Mapping[str, Any]) -> str:
+    """A goal's shared prefix, tool share and turns, as the export words them."""
+    return sharing_text(workload)
