@@ -19,6 +19,7 @@ from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 from apps.selections.operating_point import in_flight
 from apps.selections.templatetags.bands import OUTSIDE_BAND
+from apps.selections.workload_words import sharing_text
 
 
 def username_of(user: Any) -> str | None:
@@ -80,24 +81,6 @@ def arrival_text(arrival: Mapping[str, Any]) -> str:
     if arrival.get("peak_factor"):
         text += f", peak x{arrival['peak_factor']:g}"
     return text
-
-
-def sharing_text(workload: Mapping[str, Any]) -> str:
-    """What the goal's requests share and carry besides their lengths: the shared prompt prefix
-    (its predictions read it from an engine's prefix cache), tool or structured-output requests
-    and multi-turn conversations; "no shared prefix" when nothing is stated."""
-    share = float(workload.get("prefix_share") or 0)
-    parts = [
-        f"{share:.0%} of prompts open with a shared {int(workload.get('prefix_tokens') or 0):,}"
-        "-token prefix"
-        if share > 0
-        else "no shared prefix"
-    ]
-    if tool_share := float(workload.get("tool_share") or 0):
-        parts.append(f"{tool_share:.0%} tool-call or structured-output requests")
-    if workload.get("multi_turn"):
-        parts.append("multi-turn conversations")
-    return "; ".join(parts)
 
 
 def _list(values: Iterable[Any]) -> str:

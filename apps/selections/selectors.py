@@ -14,6 +14,7 @@ from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.signals import measurements_wanted, stages_wanted
+from apps.selections.workload_words import sharing_text
 
 GROUP_EXAMPLES = 3
 # Lines on the candidate page's goodput chart, the leading distinct curves.
@@ -300,9 +301,11 @@ def stage_labels(*, selections: Iterable[Selection]) -> dict[int, str]:
 
 def goal_words(*, selection: Selection) -> dict[str, Any]:
     """The parts of the goal summary that need more than a template: the precisions (one word
-    or a list of them) and the SLO in the record's words, with its defaults filled in."""
+    or a list of them), the SLO in the record's words, with its defaults filled in, and what
+    the requests share, as the record words it."""
     precision = selection.workload.get("precision") or []
     return {
         "precisions": [precision] if isinstance(precision, str) else list(precision),
         "slo": SLO.from_dict(selection.slo).describe(),
+        "sharing": sharing_text(selection.workload),
     }

@@ -60,3 +60,20 @@ def test_the_goal_summary_shows_the_length_numbers(
     assert '<span id="goal-isl">normal, mean 900, std 150 tokens</span>' in page
     assert '<span id="goal-osl">lognormal, median 200 tokens, sigma 0.5</span>' in page
     assert "up to 1 GPU</dd>" in page and "1 GPUs" not in page
+
+
+def test_the_goal_summary_says_what_the_requests_share(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    plain = create_selection(user=alice, team=acme, payload=goal_payload)
+    goal_payload["workload"].update(prefix_share=0.75, prefix_tokens=800, multi_turn=True)
+    shared = create_selection(user=alice, team=acme, payload=goal_payload)
+
+    def sharing(selection):
+        page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
+        return page.split('<dd id="goal-sharing">', 1)[1].split("</dd>", 1)[0]
+
+    assert sharing(plain) == "no shared prefix"
+    assert sharing(shared) == (
+        "75% of prompts open with a shared 800-token prefix; multi-turn conversations"
+    )

@@ -1,0 +1,24 @@
+"""A goal's workload worded once, for the selection page and the decision record alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def sharing_text(workload: Mapping[str, Any]) -> str:
+    """What the goal's requests share and carry besides their lengths: the shared prompt prefix
+    (its predictions read it from an engine's prefix cache), tool or structured-output requests
+    and multi-turn conversations; "no shared prefix" when nothing is stated."""
+    share = float(workload.get("prefix_share") or 0)
+    parts = [
+        f"{share:.0%} of prompts open with a shared {int(workload.get('prefix_tokens') or 0):,}"
+        "-token prefix"
+        if share > 0
+        else "no shared prefix"
+    ]
+    if tool_share := float(workload.get("tool_share") or 0):
+        parts.append(f"{tool_share:.0%} tool-call or structured-output requests")
+    if workload.get("multi_turn"):
+        parts.append("multi-turn conversations")
+    return "; ".join(parts)
