@@ -19,7 +19,7 @@ from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 from apps.selections.operating_point import in_flight
 from apps.selections.templatetags.bands import OUTSIDE_BAND
-from apps.selections.workload_words import sharing_text
+from apps.selections.workload_words import precision_text, sharing_text
 
 
 def username_of(user: Any) -> str | None:
@@ -102,19 +102,13 @@ def goal_lines(goal: Mapping[str, Any]) -> list[str]:
         f"- Output length: {length_text(workload['osl'])}",
         f"- Arrival: {arrival_text(workload['arrival'])}",
         f"- Sharing: {sharing_text(workload)}",
-        f"- Precision: {_list(_as_list(workload.get('precision')))}",
+        f"- Precision: {precision_text(workload)}",
         f"- SLO: {SLO.from_dict(slo).describe()}",
         f"- Capacity: accelerators {_list(capacity['accelerators'])}, "
         f"at most {capacity['max_gpus']} GPUs",
         f"- Operational needs: {_list(operational['needs'])}",
         f"- Required features: {_list(features)}",
     ]
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def stack_text(stack: Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.signals import measurements_wanted, stages_wanted
-from apps.selections.workload_words import sharing_text
+from apps.selections.workload_words import precisions, sharing_text
 
 GROUP_EXAMPLES = 3
 # Lines on the candidate page's goodput chart, the leading distinct curves.
@@ -303,9 +303,8 @@ def goal_words(*, selection: Selection) -> dict[str, Any]:
     """The parts of the goal summary that need more than a template: the precisions (one word
     or a list of them), the SLO in the record's words, with its defaults filled in, and what
     the requests share, as the record words it."""
-    precision = selection.workload.get("precision") or []
     return {
-        "precisions": [precision] if isinstance(precision, str) else list(precision),
+        "precisions": precisions(selection.workload),
         "slo": SLO.from_dict(selection.slo).describe(),
         "sharing": sharing_text(selection.workload),
     }

@@ -22,3 +22,16 @@ def sharing_text(workload: Mapping[str, Any]) -> str:
     if workload.get("multi_turn"):
         parts.append("multi-turn conversations")
     return "; ".join(parts)
+
+
+def precisions(workload: Mapping[str, Any]) -> list[str]:
+    """The precisions the goal allows: one word or a list of them in the document."""
+    precision = workload.get("precision") or []
+    return [precision] if isinstance(precision, str) else [str(word) for word in precision]
+
+
+def precision_text(workload: Mapping[str, Any]) -> str:
+    """The precisions the goal allows and, when it sets one, its KV cache's data type (it
+    halves or doubles what the cache holds)."""
+    text = ", ".join(precisions(workload)) or "none"
+    return f"{text}; KV cache {workload['kv_dtype']}" if workload.get("kv_dtype") else text

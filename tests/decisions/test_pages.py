@@ -170,7 +170,7 @@ def test_editing_a_draft_in_the_page_saves_the_decision(alice_client, acme, alic
     assert record.retest_kinds == ["age", "gpu"]
 
 
-def test_the_record_says_what_the_goals_requests_share_on_the_page_and_in_the_export(
+def test_the_record_says_what_the_goals_requests_share_and_its_kv_cache_type_page_and_export(
     alice_client, acme, alice, approver_bob, selection
 ):
     selection.workload = {
@@ -178,6 +178,7 @@ def test_the_record_says_what_the_goals_requests_share_on_the_page_and_in_the_ex
         "prefix_share": 0.9,
         "prefix_tokens": 3000,
         "tool_share": 0.2,
+        "kv_dtype": "fp8",
     }
     selection.save(update_fields=["workload"])
     record = accepted(alice, approver_bob, acme, selection)
@@ -191,3 +192,6 @@ def test_the_record_says_what_the_goals_requests_share_on_the_page_and_in_the_ex
     )
     assert f'<dd data-field="sharing">{said}</dd>' in page
     assert f"- Sharing: {said}\n" in export
+    precision = export.split("- Precision: ", 1)[1].split("\n", 1)[0]
+    assert precision.endswith("; KV cache fp8") and not precision.startswith(";")
+    assert f'<dd data-field="precision">{precision}</dd>' in page

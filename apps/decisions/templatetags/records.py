@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from apps.decisions.export import arrival_text, estimate_text, length_text
-from apps.selections.workload_words import sharing_text
+from apps.selections.workload_words import precision_text, sharing_text
 
 register = template.Library()
 
@@ -35,3 +35,9 @@ def arrival_text_filter(arrival: Mapping[str, Any]) -> str:
 def sharing_text_filter(workload: Mapping[str, Any]) -> str:
     """A goal's shared prefix, tool share and turns, as the export words them."""
     return sharing_text(workload)
+
+
+@register.filter(name="precision_text")
+def precision_text_filter(workload: Mapping[str, Any]) -> str:
+    """A goal's precisions and KV cache type, as the export words them."""
+    return precision_text(workload)
