@@ -19,25 +19,6 @@ def estimate_text_filter(estimate: Mapping[str, Any] | None) -> str:
     return estimate_text(estimate or {})
 
 
-@register.filter(name="length_text")
-def length_text_filter(spec: Mapping[str, Any]) -> str:
-    """A goal's input or output length distribution, as the export words it."""
-    return length_text(spec)
-
-
-@register.filter(name="arrival_text")
-def arrival_text_filter(arrival: Mapping[str, Any]) -> str:
-    """A goal's arrival process, as the export words it."""
-    return arrival_text(arrival)
-
-
-@register.filter(name="sharing_text")
-def sharing_text_filter(workload: Mapping[str, Any]) -> str:
-    """A goal's shared prefix, tool share and turns, as the export words them."""
-    return sharing_text(workload)
-
-
-@register.filter(name="precision_text")
-def precision_text_filter(workload: Mapping[str, Any]) -> str:
-    """A goal's precisions and KV cache type, as the export words them."""
-    return precision_text(workload)
+# A goal's lengths, arrival, sharing and precisions, as the export words them.
+for _wording in (length_text, arrival_text, sharing_text, precision_text):
+    register.filter(_wording.__name__, _wording)
