@@ -11,6 +11,7 @@ from django.db.models.functions import Cast
 from stackselect_domain.slo import SLO
 
 from apps.accounts.scoping import get_scoped_or_404, scoped
+from apps.audit.models import AuditEvent
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.signals import measurements_wanted, stages_wanted
@@ -115,6 +116,23 @@ def chosen_candidates(*, selection: Selection) -> QuerySet[Candidate]:
     """The kept candidates chosen for benchmarking, best first: the tray on every page."""
     kept = candidates_filtered(selection=selection, outcome=CandidateOutcome.KEPT)
     return kept.filter(chosen=True)
+
+
+def chosen_no_longer_kept(*, selection: Selection) -> list[dict[str, Any]]:
+    """The chosen stacks the latest computation of the selection did not keep again (so they
+    left the choice), from its audit event; none when every pick was kept."""
+    after = (
+        AuditEvent.objects.filter(
+            action="selection.candidates_compute",
+            object_type=Selection._meta.label_lower,
+            object_id=str(selection.pk),
+        )
+        .order_by("-pk")
+        .values_list("after", flat=True)
+        .first()
+    )
+    lost = (after or {}).get("chosen_no_longer_kept")
+    return lost if isinstance(lost, list) else []
 
 
 def kept_stack_values(*, selection: Selection) -> dict[str, list[Any]]:

@@ -262,7 +262,8 @@ def candidates_compute(
             (_candidate_row(locked, verdict, chosen) for verdict in verdicts),
             batch_size=_INSERT_BATCH,
         )
-        chosen_again = sum(candidate.chosen for candidate in created)
+        chosen_again = {_stack_key(c.stack) for c in created if c.chosen}
+        no_longer_kept = [json.loads(key) for key in sorted(chosen - chosen_again)]
         linked = _link_again(unlinked, created)
         groups = group_dropped(
             (verdict.stack.as_dict(), [reason.as_dict() for reason in verdict.reasons])
@@ -300,11 +301,11 @@ def candidates_compute(
                     for (accelerator, engine), fit in sorted(team_fits.items())
                 },
                 "jobs_and_runs_linked_again": linked,
-                "chosen_again": chosen_again,
-                "chosen_no_longer_kept": len(chosen) - chosen_again,
+                "chosen_again": len(chosen_again),
+                "chosen_no_longer_kept": no_longer_kept,
             },
             message=f"{len(evaluation.kept)} kept, {len(evaluation.dropped)} dropped"
-            + _chosen_words(chosen_again, len(chosen) - chosen_again),
+            + _chosen_words(len(chosen_again), len(no_longer_kept)),
         )
     return locked
 

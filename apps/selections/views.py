@@ -267,6 +267,7 @@ def candidate_list(request: HttpRequest, selection_id: int) -> HttpResponse:
         "published_empty": published_empty,
         "any_published": any_published,
         "chosen": selectors.chosen_candidates(selection=selection),
+        "chosen_lost": selectors.chosen_no_longer_kept(selection=selection),
         "simulated": selectors.simulated_comparison(selection=selection),
         "query": _query_without_pages(request),
         "step": "candidates",

@@ -305,7 +305,7 @@ def test_the_plan_filters_offer_the_values_the_kept_candidates_have(wide, alice_
 
 
 def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
-    catalog, alice, acme, goal_payload
+    catalog, alice, acme, alice_client, goal_payload
 ):
     goal_payload["constraints"].update(accelerators=["h100-sxm"], max_gpus=1)
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
@@ -314,6 +314,10 @@ def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
     services.candidates_choose(
         actor_user=alice, selection=selection, candidate_ids=[c.pk for c in picks]
     )
+    services.candidates_compute(actor_user=alice, selection=selection)  # every pick kept again
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    assert 'id="chosen-lost"' not in page and page.count("data-chosen=") == 3
+    picks = list(selection.candidates.filter(chosen=True).order_by("rank"))
     # a stack the catalog no longer offers (say, a release taken out) is not kept again
     retired = {**picks[2].stack, "engine_version": "0.0-retired"}
     selection.candidates.filter(pk=picks[2].pk).update(stack=retired)
@@ -324,5 +328,9 @@ def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
     assert [c.stack for c in chosen.order_by("rank")] == [p.stack for p in picks[:2]]
     assert not chosen.filter(pk__in=[p.pk for p in picks]).exists()  # new rows
     event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
-    assert (event.after["chosen_again"], event.after["chosen_no_longer_kept"]) == (2, 1)
+    assert (event.after["chosen_again"], event.after["chosen_no_longer_kept"]) == (2, [retired])
     assert event.message.endswith("; 2 chosen stacks chosen again, 1 no longer kept")
+    page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    lost = page.split('id="chosen-lost">', 1)[1].split("</p>", 1)[0]
+    assert lost.startswith("1 stack you had chosen is not kept by the last computation")
+    assert "0.0-retired" in lost and picks[0].stack["engine_version"] not in lost.split(":", 1)[1]
