@@ -300,6 +300,7 @@ def plan(request: HttpRequest, selection_id: int) -> HttpResponse:
         "any_kept": selection.candidates.filter(outcome=CandidateOutcome.KEPT).exists(),
         "chosen": chosen,
         "chosen_count": len(chosen),
+        "chosen_lost": selectors.chosen_no_longer_kept(selection=selection),
         "query": _query_without_pages(request),
         "step": "plan",
     }

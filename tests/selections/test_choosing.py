@@ -334,3 +334,5 @@ def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
     lost = page.split('id="chosen-lost">', 1)[1].split("</p>", 1)[0]
     assert lost.startswith("1 stack you had chosen is not kept by the last computation")
     assert "0.0-retired" in lost and picks[0].stack["engine_version"] not in lost.split(":", 1)[1]
+    plan = alice_client.get(f"/selections/{selection.pk}/plan/").content.decode()
+    assert plan.split('id="chosen-lost">', 1)[1].split("</p>", 1)[0] == lost
