@@ -19,7 +19,7 @@ from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 from apps.selections.operating_point import in_flight
 from apps.selections.templatetags.bands import OUTSIDE_BAND
-from apps.selections.workload_words import precision_text, sharing_text
+from apps.selections.workload_words import arrival_text, length_text, precision_text, sharing_text
 
 
 def username_of(user: Any) -> str | None:
@@ -54,33 +54,6 @@ def front_matter(record: DecisionRecord) -> str:
         "retest_needed": record.retest_needed,
     }
     return "\n".join(["---", *(f"{key}: {_yaml(value)}" for key, value in fields.items()), "---"])
-
-
-def length_text(spec: Mapping[str, Any]) -> str:
-    kind = spec.get("kind")
-    if kind == "fixed":
-        return f"{spec['value']} tokens"
-    if kind == "normal":
-        return f"normal, mean {spec['mean']:g} ± {spec['std']:g} tokens"
-    if kind == "lognormal":
-        return f"lognormal, median {spec['median']:g} tokens, sigma {spec['sigma']:g}"
-    if kind == "empirical":
-        values = spec["values"]
-        return f"empirical, {len(values)} values, mean {sum(values) / len(values):.1f} tokens"
-    return json.dumps(spec, sort_keys=True)
-
-
-def arrival_text(arrival: Mapping[str, Any]) -> str:
-    if "concurrency" in arrival:
-        return f"closed loop, {arrival['concurrency']} in flight"
-    if arrival.get("process") == "trace":
-        return f"replay of trace #{arrival.get('trace')} at {arrival.get('speedup', 1):g}x speed"
-    text = f"{arrival.get('process', 'poisson')}, {arrival.get('rate_rps', 0):g} req/s"
-    if arrival.get("burstiness"):
-        text += f", burstiness {arrival['burstiness']:g}"
-    if arrival.get("peak_factor"):
-        text += f", peak x{arrival['peak_factor']:g}"
-    return text
 
 
 def _list(values: Iterable[Any]) -> str:

@@ -15,7 +15,12 @@ from apps.audit.models import AuditEvent
 from apps.selections.choices import CandidateOutcome, ComputeState, SelectionState
 from apps.selections.models import Candidate, Selection, WorkloadTrace
 from apps.selections.signals import measurements_wanted, stages_wanted
-from apps.selections.workload_words import precisions, sharing_text
+from apps.selections.workload_words import (
+    arrival_text,
+    length_text,
+    precisions,
+    sharing_text,
+)
 
 GROUP_EXAMPLES = 3
 # Lines on the candidate page's goodput chart, the leading distinct curves.
@@ -318,11 +323,15 @@ def stage_labels(*, selections: Iterable[Selection]) -> dict[int, str]:
 
 
 def goal_words(*, selection: Selection) -> dict[str, Any]:
-    """The parts of the goal summary that need more than a template: the precisions (one word
-    or a list of them), the SLO in the record's words, with its defaults filled in, and what
-    the requests share, as the record words it."""
+    """The parts of the goal summary that need more than a template, in the decision record's
+    words: the lengths and arrival, the precisions (one word or a list of them), the SLO with
+    its defaults filled in, and what the requests share."""
+    workload = selection.workload
     return {
-        "precisions": precisions(selection.workload),
+        "isl": length_text(workload["isl"]),
+        "osl": length_text(workload["osl"]),
+        "arrival": arrival_text(workload["arrival"]),
+        "precisions": precisions(workload),
         "slo": SLO.from_dict(selection.slo).describe(),
-        "sharing": sharing_text(selection.workload),
+        "sharing": sharing_text(workload),
     }

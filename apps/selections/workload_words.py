@@ -2,8 +2,42 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
+
+
+def length_text(spec: Mapping[str, Any]) -> str:
+    """A length distribution in words: its kind and the figures that set it."""
+    kind = spec.get("kind")
+    if kind == "fixed":
+        return f"{spec['value']} tokens"
+    if kind == "normal":
+        return f"normal, mean {spec['mean']:g}, std {spec['std']:g} tokens"
+    if kind == "lognormal":
+        return f"lognormal, median {spec['median']:g} tokens, sigma {spec['sigma']:g}"
+    if kind == "empirical":
+        values = spec["values"]
+        return f"empirical, {len(values)} values, mean {sum(values) / len(values):.1f} tokens"
+    return json.dumps(spec, sort_keys=True)
+
+
+def arrival_text(arrival: Mapping[str, Any]) -> str:
+    """How requests arrive: a closed loop's clients, a trace replayed (whose own lengths then
+    replace the goal's), or a rate with its burstiness and peak."""
+    if "concurrency" in arrival:
+        return f"closed loop, {arrival['concurrency']} in flight"
+    if arrival.get("process") == "trace":
+        return (
+            f"replay of trace #{arrival.get('trace')} at {arrival.get('speedup', 1):g}x speed, "
+            "with its own lengths"
+        )
+    text = f"{arrival.get('process', 'poisson')}, {arrival.get('rate_rps', 0):g} req/s"
+    if arrival.get("burstiness"):
+        text += f", burstiness {arrival['burstiness']:g}"
+    if arrival.get("peak_factor"):
+        text += f", peak x{arrival['peak_factor']:g}"
+    return text
 
 
 def sharing_text(workload: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ shows every length number."""
 import pytest
 
 from apps.selections.models import Selection
+from apps.selections.workload_words import arrival_text, length_text
 from tests.selections.helpers import create_selection
 from tests.selections.test_pages import FORM
 
@@ -60,6 +61,26 @@ def test_the_goal_summary_shows_the_length_numbers(
     assert '<span id="goal-isl">normal, mean 900, std 150 tokens</span>' in page
     assert '<span id="goal-osl">lognormal, median 200 tokens, sigma 0.5</span>' in page
     assert "up to 1 GPU</dd>" in page and "1 GPUs" not in page
+
+
+def test_the_goal_summary_words_lengths_and_arrival_as_the_decision_record_does(
+    catalog, alice, acme, alice_client, goal_payload
+):
+    goal_payload["workload"]["isl"] = {"kind": "empirical", "values": [100, 300]}
+    goal_payload["workload"]["arrival"] = {
+        "process": "gamma",
+        "rate_rps": 4,
+        "burstiness": 2.5,
+        "peak_factor": 1.5,
+    }
+    selection = create_selection(user=alice, team=acme, payload=goal_payload)
+    page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
+    workload = selection.workload
+    assert f'<span id="goal-isl">{length_text(workload["isl"])}</span>' in page
+    assert '<span id="goal-isl">empirical, 2 values, mean 200.0 tokens</span>' in page
+    arrival = page.split('<dd id="goal-arrival">', 1)[1].split("</dd>", 1)[0]
+    assert arrival == arrival_text(workload["arrival"])
+    assert arrival == "gamma, 4 req/s, burstiness 2.5, peak x1.5"
 
 
 def test_the_goal_summary_says_what_the_requests_share(

@@ -7,8 +7,8 @@ from typing import Any
 
 from django import template
 
-from apps.decisions.export import arrival_text, estimate_text, length_text
-from apps.selections.workload_words import precision_text, sharing_text
+from apps.decisions.export import estimate_text
+from apps.selections.workload_words import arrival_text, length_text, precision_text, sharing_text
 
 register = template.Library()
 
