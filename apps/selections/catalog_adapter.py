@@ -136,6 +136,15 @@ def accelerator_spec(accelerator: Accelerator) -> AcceleratorSpec:
     )
 
 
+def interconnect_unknown(accelerator: Accelerator) -> str:
+    """Why no replica of several of these devices can be timed: its tensor, pipeline or expert
+    shards talk over a scale-up link whose bandwidth the catalog does not record."""
+    return (
+        f"The catalog has no per-device interconnect bandwidth for {accelerator.name}, "
+        "so a multi-GPU replica cannot be estimated."
+    )
+
+
 @dataclass(frozen=True)
 class SchedulerBudgets:
     max_num_seqs: int

@@ -25,6 +25,7 @@ from apps.selections.catalog_adapter import (
     accelerator_spec,
     default_kv_dtype,
     engine_config,
+    interconnect_unknown,
     model_arch,
     scheduler_record,
 )
@@ -121,6 +122,12 @@ def stateless_estimate(
     if dp is not None and dp * tp * pp != gpu_count:
         raise ValueError("dp: tp x pp x dp must equal gpu_count")
     layout = Parallelism(tp=tp, pp=pp, ep=ep, dp=gpu_count // (tp * pp))
+    if layout.needs_interconnect and accel.interconnect_gbps is None:
+        sharded = next(name for name in ("tp", "pp", "ep") if getattr(layout, name) > 1)
+        raise ValueError(
+            f"{sharded}: {interconnect_unknown(hardware)} Ask for tp, pp and ep of 1 "
+            "(dp replicas need no link between them)."
+        )
     release = _release(engine, engine_version)
     capability = None
     if release is not None:

@@ -618,6 +618,35 @@ def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alic
     assert "engine" in response.json()
 
 
+def test_the_estimate_refuses_a_sharded_layout_without_an_interconnect_figure_on_the_sharded_field(
+    catalog, alice_client
+):
+    xeon = {**MI300X_STACK, "accelerator": "xeon-8480plus", "model": "llama-3.1-8b"}
+
+    sharded = _post(alice_client, "/api/v1/estimate/", {**xeon, "gpu_count": 2, "tp": 2})
+    staged = _post(alice_client, "/api/v1/estimate/", {**xeon, "gpu_count": 2, "tp": 1, "pp": 2})
+    replicas = _post(alice_client, "/api/v1/estimate/", {**xeon, "gpu_count": 2, "tp": 1})
+
+    assert sharded.status_code == staged.status_code == 400
+    assert list(sharded.json()) == ["tp"] and list(staged.json()) == ["pp"]
+    assert sharded.json()["tp"][0].startswith(
+        "The catalog has no per-device interconnect bandwidth for Intel Xeon"
+    )
+    assert "Ask for tp, pp and ep of 1" in staged.json()["pp"][0]
+    assert replicas.status_code == 200, replicas.json()
+
+
+def test_a_prefix_longer_than_a_one_token_prompt_is_told_in_the_singular(catalog, alice_client):
+    response = _post(
+        alice_client,
+        "/api/v1/estimate/",
+        {**MI300X_STACK, "isl": 1, "prefix_share": 0.5, "prefix_tokens": 8},
+    )
+
+    assert response.status_code == 400
+    assert "longer than any prompt (1 token at most)" in response.json()["prefix_tokens"][0]
+
+
 def test_a_mistyped_catalog_name_or_word_is_answered_with_what_it_likely_meant(
     catalog, alice_client
 ):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.template.defaultfilters import pluralize
 from rest_framework import serializers
 from stackselect_domain.quality import DEFAULT_QUALITY_TOLERANCE
 from stackselect_domain.vocabulary import (
@@ -276,8 +277,8 @@ def _prefix_errors(share: float, tokens: int, longest: int | None) -> dict[str, 
         return {"prefix_tokens": ["A shared prefix needs its length when prefix_share is above 0."]}
     if longest is not None and tokens > longest:
         message = (
-            f"The shared prefix ({tokens} tokens) is longer than any prompt ({longest} tokens at "
-            "most); it is the start of a prompt."
+            f"The shared prefix ({tokens} tokens) is longer than any prompt ({longest} "
+            f"token{pluralize(longest)} at most); it is the start of a prompt."
         )
         return {"prefix_tokens": [message]}
     return {}

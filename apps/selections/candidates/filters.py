@@ -26,6 +26,7 @@ from apps.selections.catalog_adapter import (
     Cell,
     accelerator_spec,
     hardware_feature,
+    interconnect_unknown,
     precision_feature,
 )
 from apps.selections.estimator import MemoryEstimate, Parallelism, estimate_memory
@@ -274,11 +275,7 @@ class Judge:
         except ValueError as error:
             return Reason(FIGURES_MISSING, f"Cannot estimate this stack: {error}.")
         if layout.needs_interconnect and spec.interconnect_gbps is None:
-            message = (
-                f"The catalog has no per-device interconnect bandwidth for {accelerator.name}, "
-                "so a multi-GPU replica cannot be estimated."
-            )
-            return Reason(INTERCONNECT_UNKNOWN, message)
+            return Reason(INTERCONNECT_UNKNOWN, interconnect_unknown(accelerator))
         return estimate_memory(
             model=self.goal.arch,
             accel=spec,
