@@ -225,7 +225,8 @@ def engine_config(
     release: EngineRelease, accelerator: Accelerator, *, kv_capacity_tokens: int
 ) -> EngineConfig:
     """Scheduler budgets from the release's recorded defaults on this accelerator, with the
-    fallbacks above."""
+    fallbacks above; prefixes are cached where the release reuses them and does so by default
+    (the engine as started with its defaults, as every other figure here)."""
     budgets = scheduler_budgets(release, accelerator)
     return EngineConfig(
         max_num_batched_tokens=budgets.max_num_batched_tokens,
@@ -233,7 +234,8 @@ def engine_config(
         kv_capacity_tokens=kv_capacity_tokens,
         kv_block_size=release.kv_block_size or FALLBACK_BLOCK_SIZE,
         chunked_prefill=release.chunked_prefill_default is not False,
-        prefix_caching=release.prefix_cache_kind in PREFIX_REUSE_KINDS,
+        prefix_caching=release.prefix_cache_kind in PREFIX_REUSE_KINDS
+        and release.prefix_cache_default_on is not False,
         unchunked_prompt_only=release.unchunked_limit == UnchunkedLimit.PROMPT,
     )
 

@@ -22,6 +22,7 @@ from apps.selections.candidates.capacity import FALLBACK_FRACTION, memory_rule
 from apps.selections.catalog_adapter import (
     FALLBACK_BLOCK_SIZE,
     FALLBACK_BUDGETS,
+    PREFIX_REUSE_KINDS,
     accelerator_spec,
     default_kv_dtype,
     engine_config,
@@ -331,11 +332,14 @@ def _prefix_cache(
         why = "no engine is named, so no prefix cache is assumed"
     elif not held:
         name = f"{release.engine.name} {release.version}"
-        why = (
-            f"the catalog records no prefix cache of {name} that reuses one across requests"
-            if not config.prefix_caching
-            else f"the prefix is shorter than one of {name}'s {config.kv_block_size}-token blocks"
-        )
+        if config.prefix_caching:
+            why = f"the prefix is shorter than one of {name}'s {config.kv_block_size}-token blocks"
+        elif release.prefix_cache_kind in PREFIX_REUSE_KINDS:  # but off by default
+            why = (
+                f"{name} reuses prefixes only when started with prefix caching on (off by default)"
+            )
+        else:
+            why = f"the catalog records no prefix cache of {name} that reuses one across requests"
     else:
         why = (
             f"{release.engine.name} {release.version} caches the prefix's whole "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.catalog.models import EngineRelease
 from tests.selections.helpers import H100_VLLM_ESTIMATE as STACK
 
 pytestmark = pytest.mark.django_db
@@ -79,6 +80,23 @@ def test_without_a_prefix_cache_to_read_every_prompt_is_computed_and_the_answer_
     assert "no engine is named" in unnamed["prefix_cache"]["note"]
     assert short["prefix_cache"]["cached_tokens_per_prompt"] == 0
     assert "shorter than one of vLLM" in short["prefix_cache"]["note"]
+
+
+def test_a_release_whose_prefix_cache_is_off_by_default_reads_nothing_from_it(
+    catalog, alice_client
+):
+    on = _estimate(alice_client, {**STACK, **PREFIX})
+    EngineRelease.objects.filter(engine__slug="vllm").update(prefix_cache_default_on=False)
+
+    off = _estimate(alice_client, {**STACK, **PREFIX})
+
+    assert on["prefix_cache"]["cached_tokens_per_prompt"] == 768
+    assert off["prefix_cache"]["cached_tokens_per_prompt"] == 0
+    assert off["prefix_cache"]["held_prefix_tokens"] == 0
+    assert (
+        "only when started with prefix caching on (off by default)" in off["prefix_cache"]["note"]
+    )
+    assert off["ttft_ms"] > on["ttft_ms"]
 
 
 def test_a_layout_that_does_not_fit_caches_nothing_and_says_why(catalog, alice_client):

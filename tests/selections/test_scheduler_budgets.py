@@ -53,6 +53,18 @@ def test_tensorrt_llm_is_simulated_with_its_llm_apis_recorded_defaults(catalog) 
 
 
 @pytest.mark.django_db
+def test_a_prefix_cache_off_by_default_is_not_assumed_in_the_simulated_replica(catalog) -> None:
+    release = _release("vllm")
+    h100 = Accelerator.objects.get(slug="h100-sxm")
+    assert engine_config(release, h100, kv_capacity_tokens=1_000_000).prefix_caching
+
+    release.prefix_cache_default_on = False  # as vLLM 0.6 shipped it: --enable-prefix-caching
+    config = engine_config(release, h100, kv_capacity_tokens=1_000_000)
+
+    assert release.prefix_cache_kind == "hash_blocks" and not config.prefix_caching
+
+
+@pytest.mark.django_db
 def test_a_budget_the_release_does_not_record_falls_back_to_the_named_default(catalog) -> None:
     release = _release("llama-cpp")  # records a 2,048-token budget but no sequence limit
     assert release.max_num_seqs is None and release.max_num_batched_tokens == 2048
