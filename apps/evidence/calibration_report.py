@@ -145,15 +145,16 @@ def _measured(
             yield entry, candidate
 
 
-def fits(
+def measurements_by_fit(
     selection: Selection,
     evidence: Iterable[CandidateEvidence],
     candidates: Mapping[int, Candidate],
-) -> list[Fit]:
-    """Factors per (accelerator, engine) from the comparable measured load points."""
-    if selection.model is None:
-        return []
+) -> dict[tuple[str, str], list[Measurement]]:
+    """The comparable measured load points of a selection, per (accelerator, engine): what a
+    fit of that engine on that GPU reads, whichever goal measured them."""
     grouped: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    if selection.model is None:
+        return grouped
     for entry, candidate in _measured(evidence, candidates):
         try:
             found = _measurements(selection, entry, candidate)
@@ -161,19 +162,24 @@ def fits(
             continue
         key = (candidate.accelerator.slug, str(candidate.stack.get("engine")))
         grouped[key].extend(found)
+    return grouped
+
+
+def fitted(grouped: Mapping[tuple[str, str], Sequence[Measurement]]) -> list[Fit]:
+    """Factors per (accelerator, engine) fitted on its measured load points."""
     base = Efficiency()
     result = []
     for (accelerator, engine), measurements in sorted(grouped.items()):
         if not measurements:
             continue
-        fitted = fit_efficiency(measurements, base=base)
+        fit = fit_efficiency(measurements, base=base)
         result.append(
             Fit(
                 accelerator,
                 engine,
                 len(measurements),
-                fitted.compute,
-                fitted.bandwidth,
+                fit.compute,
+                fit.bandwidth,
                 base.compute,
                 base.bandwidth,
             )
@@ -229,9 +235,13 @@ def calibration_report(
     selection: Selection,
     evidence: Sequence[CandidateEvidence],
     candidates: Mapping[int, Candidate],
+    *,
+    found: Sequence[Fit] | None = None,
 ) -> CalibrationReport:
-    """Refitted factors, and each measured candidate's prediction error before and after."""
-    found = fits(selection, evidence, candidates)
+    """Refitted factors, and each measured candidate's prediction error before and after:
+    after the selection's own fits, or after `found` (fits of more runs than its own)."""
+    if found is None:
+        found = fitted(measurements_by_fit(selection, evidence, candidates))
     by_key = {(fit.accelerator, fit.engine): fit for fit in found}
     errors = []
     for entry, candidate in _measured(evidence, candidates):
@@ -239,4 +249,4 @@ def calibration_report(
         rows = _error_rows(selection, entry, candidate, by_key.get(key))
         if rows:
             errors.append(PredictionError(candidate.pk, entry.label, rows, key))
-    return CalibrationReport(found, errors)
+    return CalibrationReport(list(found), errors)

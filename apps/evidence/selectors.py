@@ -16,7 +16,12 @@ from stackselect_domain.slo import SLO
 from apps.accounts.scoping import get_scoped_or_404, scoped
 from apps.benchmarks.choices import AttemptState
 from apps.benchmarks.models import QualityResult
-from apps.evidence.calibration_report import CalibrationReport, calibration_report
+from apps.evidence.calibration_report import (
+    CalibrationReport,
+    calibration_report,
+    fitted,
+    measurements_by_fit,
+)
 from apps.evidence.comparison import (
     CandidateEvidence,
     StoredResult,
@@ -27,11 +32,13 @@ from apps.evidence.models import EvidenceRun, LoadPointResult, Sample
 from apps.evidence.sample_store import GAP_DTYPE, READ_COLUMNS
 from apps.evidence.stored import summary_from_json
 from apps.evidence.summaries import slo_of
-from apps.selections.efficiency_fit import TeamFit
+from apps.selections.efficiency_fit import Measurement, TeamFit
 from apps.selections.estimator import Efficiency
 from apps.selections.models import Candidate, Selection
 
 RESULT_FIELDS = ("run_id", "load_point", "summary", "quantiles")
+# Goals whose measured runs one team fit reads: the goal being computed and the latest others.
+TEAM_FIT_GOALS = 20
 # An attempt that ended in one of these did not finish: whatever it uploaded is kept apart as
 # superseded, never counted as a run (its job was retried, failed or cancelled).
 UNFINISHED_ATTEMPT_STATES = (
@@ -167,16 +174,31 @@ def selection_evidence(
     )
 
 
-def _calibration(selection: Selection, runs: Sequence[StoredRun]) -> CalibrationReport:
-    """The calibration of the selection's measured and imported runs (never simulated ones),
-    judged against a measured reference."""
+@dataclass(frozen=True)
+class CalibrationInputs:
+    """What a selection's calibration reads: its comparable measured evidence (never simulated
+    runs) and the candidates that evidence names."""
+
+    selection: Selection
+    evidence: list[CandidateEvidence]
+    candidates: dict[int, Candidate]
+
+
+def _calibration_inputs(selection: Selection, runs: Sequence[StoredRun]) -> CalibrationInputs:
     measured = build_evidence([run for run in runs if not run.identity.get("simulated")])
     candidate_ids = {entry.candidate_id for entry in measured if entry.candidate_id}
     candidates = Candidate.objects.filter(selection=selection, pk__in=candidate_ids)
     by_id = {
         candidate.pk: candidate for candidate in candidates.select_related("accelerator", "release")
     }
-    return calibration_report(selection, measured, by_id)
+    return CalibrationInputs(selection, measured, by_id)
+
+
+def _calibration(selection: Selection, runs: Sequence[StoredRun]) -> CalibrationReport:
+    """The calibration of the selection's measured and imported runs (never simulated ones),
+    judged against a measured reference."""
+    inputs = _calibration_inputs(selection, runs)
+    return calibration_report(selection, inputs.evidence, inputs.candidates)
 
 
 def quality_tolerance_of(selection: Selection) -> float:
@@ -199,26 +221,53 @@ def candidate_facts(entry: CandidateEvidence) -> fairness.CandidateFacts:
     )
 
 
+def _measured_goals(selection: Selection) -> list[Selection]:
+    """The team's goals with counted runs and a catalog model: this one first, then the most
+    recently changed others, TEAM_FIT_GOALS in all at most."""
+    measured = counted(scoped(EvidenceRun.objects.all(), selection.team)).values("selection_id")
+    goals = Selection.objects.filter(
+        team=selection.team, pk__in=measured, model__isnull=False
+    ).select_related("model", "team")
+    own = list(goals.filter(pk=selection.pk))
+    others = goals.exclude(pk=selection.pk).order_by("-updated_at", "-pk")
+    return own + list(others[: TEAM_FIT_GOALS - len(own)])
+
+
 def team_factors(*, selection: Selection) -> dict[tuple[str, str], TeamFit]:
-    """The roofline's efficiency factors refitted on the selection's measured runs, per
-    (accelerator, engine), as the evidence page's calibration shows them, with the load points
-    each fit saw and the refitted estimate's error on each metric of them; none unmeasured."""
-    if selection.model_id is None or not runs_of(team=selection.team, selection=selection).exists():
-        return {}
-    runs, _ = stored_runs(team=selection.team, selection=selection)
-    report = _calibration(selection, runs)
+    """The roofline's efficiency factors refitted per (accelerator, engine) on the team's
+    measured runs of this goal and its other goals (the factors describe an engine on a GPU,
+    whichever model a run served, so a team measures once for every later goal), with the load
+    points and goals each fit saw and the refitted estimate's error on each metric of them
+    (in-sample); none where nothing was measured."""
+    sources = []
+    for goal in _measured_goals(selection):
+        runs, _ = stored_runs(team=goal.team, selection=goal)
+        sources.append(_calibration_inputs(goal, runs))
+    grouped: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    goals: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for source in sources:
+        found = measurements_by_fit(source.selection, source.evidence, source.candidates)
+        for key, measurements in found.items():
+            grouped[key].extend(measurements)
+            goals[key].append(f"{source.selection.title} #{source.selection.pk}")
+    fits = fitted(grouped)
     errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for measured in report.errors:
-        for row in measured.rows:
-            if row["calibrated_error"] is not None:
-                errors[measured.fit_key][str(row["metric"])].append(row["calibrated_error"])
+    for source in sources:
+        report = calibration_report(
+            source.selection, source.evidence, source.candidates, found=fits
+        )
+        for measured in report.errors:
+            for row in measured.rows:
+                if row["calibrated_error"] is not None:
+                    errors[measured.fit_key][str(row["metric"])].append(row["calibrated_error"])
     return {
         (fit.accelerator, fit.engine): TeamFit(
             efficiency=replace(Efficiency(), compute=fit.compute, bandwidth=fit.bandwidth),
             measurements=fit.measurements,
             errors=dict(errors[(fit.accelerator, fit.engine)]),
+            goals=tuple(goals[(fit.accelerator, fit.engine)]),
         )
-        for fit in report.fits
+        for fit in fits
     }
 
 

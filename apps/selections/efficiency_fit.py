@@ -28,12 +28,14 @@ MIN_FACTOR = 0.01
 @dataclass(frozen=True)
 class TeamFit:
     """Factors fitted on a team's measured runs of one engine on one GPU, with what the fit
-    saw: how many measured load points, and how far the refitted estimate still reads each
-    metric of those same runs (measured / predicted - 1; in-sample, not held out)."""
+    saw: how many measured load points, of which goals (their titles), and how far the
+    refitted estimate still reads each metric of those same runs (measured / predicted - 1;
+    in-sample, not held out)."""
 
     efficiency: Efficiency
     measurements: int = 0
     errors: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    goals: Sequence[str] = ()
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,7 @@ def team_fitted_reason(metric: str, fit: TeamFit | None) -> str:
     if fit is None or not fit.measurements:
         return TEAM_FITTED_REASON
     points = f"{fit.measurements} measured load point{'s' if fit.measurements != 1 else ''}"
+    goals = _goal_names(fit.goals)
     errors = sorted(fit.errors.get(metric) or ())
     seen = ""
     if errors:
@@ -174,8 +175,19 @@ def team_fitted_reason(metric: str, fit: TeamFit | None) -> str:
             f"; those runs measured {metric.removesuffix('_ms').upper()} {spread} against the "
             "refitted estimate (in-sample: the same runs fitted it)"
         )
-    return f"timed with factors fitted on {points} of the team's own runs{seen}; " + (
+    return f"timed with factors fitted on {points} of the team's own runs{goals}{seen}; " + (
         _TEAM_FITTED_UNBANDED
+    )
+
+
+def _goal_names(goals: Sequence[str], shown: int = 3) -> str:
+    """The goals whose runs a team fit read, the first few by name."""
+    if not goals:
+        return ""
+    names = ", ".join(goals[:shown])
+    more = len(goals) - shown
+    return f" (goal{'s' if len(goals) > 1 else ''} {names}" + (
+        f" and {more} more)" if more > 0 else ")"
     )
 
 

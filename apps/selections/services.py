@@ -147,7 +147,7 @@ def _link_again(unlinked: Unlinked, created: list[Candidate]) -> int:
 
 
 def _team_factors(selection: Selection) -> TeamFits:
-    """Efficiency factors fitted on the team's measured runs of this selection, per
+    """Efficiency factors fitted on the team's measured runs (of this goal and its others), per
     (accelerator, engine), from whichever app answers `team_factors_wanted` (the evidence
     app's calibration); none without an answer."""
     factors: dict[tuple[str, str], TeamFit] = {}
@@ -297,6 +297,7 @@ def candidates_compute(
                         "compute": fit.efficiency.compute,
                         "bandwidth": fit.efficiency.bandwidth,
                         "measurements": fit.measurements,
+                        "goals": list(fit.goals),
                     }
                     for (accelerator, engine), fit in sorted(team_fits.items())
                 },

@@ -100,3 +100,34 @@ def test_a_row_timed_with_the_teams_factors_says_what_fitted_them_and_how_far_th
     assert "those runs measured" not in bands["goodput_per_gpu_rps"]["reason"]
     event = AuditEvent.objects.filter(action="selection.candidates_compute").latest("pk")
     assert event.after["team_factors"]["h100-sxm/vllm"]["measurements"] == fit["measurements"]
+
+
+def test_a_teams_runs_of_one_goal_time_its_next_goal_and_no_other_teams(
+    catalog, alice, acme, charlie, globex, goal_payload
+):
+    measured, _, _ = _measured_leader(alice, acme, goal_payload)
+    goal_payload["title"] = "Longer prompts"
+    goal_payload["workload"]["isl"] = {"kind": "fixed", "value": 2048}
+    later = create_selection(user=alice, team=acme, payload=goal_payload)
+    elsewhere = create_selection(user=charlie, team=globex, payload=goal_payload)
+
+    services.candidates_compute(actor_user=alice, selection=later)
+    services.candidates_compute(actor_user=charlie, selection=elsewhere)
+
+    def vllm_rows(selection):
+        kept = selection.candidates.filter(outcome=CandidateOutcome.KEPT, stack__engine="vllm")
+        assert kept
+        return kept
+
+    assert {row.estimate["latency"]["method"] for row in vllm_rows(later)} == {
+        "roofline-team-fitted"
+    }
+    reason = vllm_rows(later)[0].estimate["error_band"]["tpot_ms"]["reason"]
+    assert f"of the team's own runs (goal Chat assistant #{measured.pk})" in reason
+    assert "roofline-team-fitted" not in {
+        row.estimate["latency"]["method"] for row in vllm_rows(elsewhere)
+    }
+    events = AuditEvent.objects.filter(action="selection.candidates_compute")
+    fit = events.get(object_id=str(later.pk)).after["team_factors"]["h100-sxm/vllm"]
+    assert fit["goals"] == [f"Chat assistant #{measured.pk}"]
+    assert events.get(object_id=str(elsewhere.pk)).after["team_factors"] == {}
