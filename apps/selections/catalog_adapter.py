@@ -236,6 +236,12 @@ def engine_config(
         chunked_prefill=release.chunked_prefill_default is not False,
         prefix_caching=release.prefix_cache_kind in PREFIX_REUSE_KINDS
         and release.prefix_cache_default_on is not False,
+        # A radix tree matches to the token: SGLang's page size resolves to 1 unless an
+        # attention backend needs pages (_page_size_default in sglang 0.5.23's
+        # srt/arg_groups/overrides.py), and TensorRT-LLM copies a partly matched block
+        # (KvCacheConfig.enable_partial_reuse=True, nvidia.github.io/TensorRT-LLM/llm-api/
+        # reference/KvCacheConfig.html, read 2026-12-07).
+        partial_prefix_reuse=release.prefix_cache_kind == PrefixCacheKind.RADIX_TREE,
         unchunked_prompt_only=release.unchunked_limit == UnchunkedLimit.PROMPT,
     )
 

@@ -68,6 +68,10 @@ class EngineConfig:
     kv_block_size: int = 16
     chunked_prefill: bool = True
     prefix_caching: bool = True
+    # A cached prefix is read to the token (a radix tree matching token by token, or its
+    # partly filled last block copied), not in whole blocks only (vLLM's hashed blocks); the
+    # cache holds its whole blocks either way.
+    partial_prefix_reuse: bool = False
     # Without chunked prefill, what must fit in one step's budget: the prompt alone
     # (TensorRT-LLM refuses a longer prompt) or, by default, prompt and output (vLLM's rule).
     unchunked_prompt_only: bool = False
@@ -89,6 +93,14 @@ class EngineConfig:
 
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.kv_block_size)
+
+
+def reusable_tokens(config: EngineConfig, matched: int) -> int:
+    """Of `matched` prefix tokens, those the engine reads from its cache: all of them where it
+    reuses to the token, else its whole blocks."""
+    if config.partial_prefix_reuse:
+        return matched
+    return matched - matched % config.kv_block_size
 
 
 @dataclass(frozen=True)
@@ -449,12 +461,11 @@ class _Engine:
             seq.shared = 0
 
     def _prefix_hit(self, seq: _Seq) -> int:
-        """Tokens of a cached shared prefix, in whole blocks, leaving one token to compute."""
+        """Tokens of a cached shared prefix, leaving one token to compute (see reusable_tokens)."""
         request = seq.request
         if not self.config.prefix_caching or request.prefix_group not in self.cached_groups:
             return 0
-        reusable = min(request.prefix_tokens, seq.num_known - 1)
-        return reusable - reusable % self.config.kv_block_size
+        return reusable_tokens(self.config, min(request.prefix_tokens, seq.num_known - 1))
 
     def _after_chunk(self, seq: _Seq, chunk: int, step: int) -> None:
         seq.num_computed += chunk

@@ -314,6 +314,22 @@ _UNBANDED_SAVING = (
 )
 
 
+def _prefix_reuse_words(config: EngineConfig, held: int, share: float) -> str:
+    """How the engine reads a shared prefix: to the token (a radix tree, a partly filled last
+    block copied) or in whole blocks, and what its cache holds of it once."""
+    block = f"{config.kv_block_size}-token blocks"
+    holds = f"its whole {block} ({held:,} tokens) once" if held else "no whole block of it"
+    if config.partial_prefix_reuse:
+        return (
+            f"matches the prefix to the token (a partly filled last block is copied) and holds "
+            f"{holds}; {share:.0%} of the prompts read it from there"
+        )
+    return (
+        f"caches the prefix's whole {block} ({held:,} tokens) once, and {share:.0%} of the "
+        "prompts read them from there"
+    )
+
+
 def _prefix_cache(
     workload: Workload,
     config: EngineConfig | None,
@@ -330,7 +346,7 @@ def _prefix_cache(
         why = f"the layout does not fit ({fit_reason})"
     elif release is None:
         why = "no engine is named, so no prefix cache is assumed"
-    elif not held:
+    elif not cached:
         name = f"{release.engine.name} {release.version}"
         if config.prefix_caching:
             why = f"the prefix is shorter than one of {name}'s {config.kv_block_size}-token blocks"
@@ -341,10 +357,8 @@ def _prefix_cache(
         else:
             why = f"the catalog records no prefix cache of {name} that reuses one across requests"
     else:
-        why = (
-            f"{release.engine.name} {release.version} caches the prefix's whole "
-            f"{config.kv_block_size}-token blocks ({held:,} tokens) once, and "
-            f"{workload.prefix_share:.0%} of the prompts read them from there"
+        why = f"{release.engine.name} {release.version} " + _prefix_reuse_words(
+            config, held, workload.prefix_share
         )
     return {
         "cached_tokens_per_prompt": round(cached, 1),

@@ -47,6 +47,7 @@ from apps.selections.simulator import (
     SimSummary,
     StepTimes,
     as_provider,
+    reusable_tokens,
     simulate,
     summarize_outcomes,
 )
@@ -261,12 +262,13 @@ def shared_prefix_tokens(workload: Workload, config: EngineConfig) -> int:
 
 
 def expected_hit_tokens(workload: Workload, config: EngineConfig, isl: int) -> float:
-    """A typical prompt's tokens served from the prefix cache: the shared prefix's whole
-    blocks, leaving one token of an `isl`-token prompt to compute, times the share of prompts
-    that carry it (the first of each group computes it: one request in a long run)."""
-    prefix = shared_prefix_tokens(workload, config)
-    last_block = (isl - 1) - (isl - 1) % config.kv_block_size
-    return workload.prefix_share * min(prefix, last_block)
+    """A typical prompt's tokens served from the prefix cache: the shared prefix (its whole
+    blocks, or every token where the engine reuses to the token), leaving one token of an
+    `isl`-token prompt to compute, times the share of prompts that carry it (the first of
+    each group computes it: one request in a long run)."""
+    if not config.prefix_caching or workload.prefix_share <= 0:
+        return 0.0
+    return workload.prefix_share * reusable_tokens(config, min(workload.prefix_tokens, isl - 1))
 
 
 def sequences_held(workload: Workload, config: EngineConfig) -> int:

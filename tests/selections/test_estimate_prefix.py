@@ -38,6 +38,21 @@ def test_a_prefix_the_engine_caches_shortens_the_ttft_and_says_how_many_tokens_i
     assert shared["method"] == plain["method"]
 
 
+def test_a_radix_tree_engine_reads_the_prefix_to_the_token_and_holds_its_whole_blocks(
+    catalog, alice_client
+):
+    prefix = {"prefix_share": 1.0, "prefix_tokens": 780}  # 48 blocks of 16 and 24 of 32, + 12
+
+    vllm = _estimate(alice_client, {**STACK, **prefix})["prefix_cache"]
+    trtllm = _estimate(alice_client, {**STACK, **prefix, "engine": "tensorrt-llm"})["prefix_cache"]
+
+    assert (vllm["cached_tokens_per_prompt"], vllm["held_prefix_tokens"]) == (768, 768)
+    assert (trtllm["cached_tokens_per_prompt"], trtllm["held_prefix_tokens"]) == (780, 768)
+    assert "matches the prefix to the token" in trtllm["note"]
+    assert "whole 32-token blocks (768 tokens) once" in trtllm["note"]
+    assert "to the token" not in vllm["note"]
+
+
 def test_a_shared_prefix_held_once_lets_more_clients_meet_the_tpot_target(catalog, alice_client):
     long_prompts = {**STACK, "isl": 16_384, "osl": 512, "tpot_ms": 200}
 

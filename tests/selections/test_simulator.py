@@ -232,6 +232,29 @@ def test_a_cached_prefix_is_held_once_for_every_sequence_that_reads_it():
     assert copies.preemptions >= 1
 
 
+def test_an_engine_reusing_to_the_token_reads_a_prefix_past_its_last_whole_block():
+    # A 100-token prefix in 16-token blocks: six whole blocks (96 tokens) and 4 tokens more.
+    config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=4096)
+    requests = [
+        Request(
+            index=i,
+            arrival_s=float(i),
+            input_tokens=120,
+            output_tokens=8,
+            prefix_group=0,
+            prefix_tokens=100,
+        )
+        for i in range(3)
+    ]
+
+    whole = simulate(requests, COST, config).summary
+    token = simulate(requests, COST, replace(config, partial_prefix_reuse=True)).summary
+
+    assert whole.prefix_hit_tokens == 2 * 96
+    assert token.prefix_hit_tokens == 2 * 100
+    assert token.finished == whole.finished == 3
+
+
 def test_a_cached_prefix_no_sequence_reads_is_evicted_when_blocks_run_short():
     # The first request leaves its group's 6-block prefix cached; the second needs 27 of the 32
     # blocks, so the unread prefix is evicted, and the third, of the first's group, misses it.
