@@ -20,5 +20,7 @@ def estimate_text_filter(estimate: Mapping[str, Any] | None) -> str:
 
 
 # A goal's lengths, arrival, sharing and precisions, as the export words them.
-for _wording in (length_text, arrival_text, sharing_text, precision_text):
-    register.filter(_wording.__name__, _wording)
+register.filter("length_text", length_text)
+register.filter("arrival_text", arrival_text)
+register.filter("sharing_text", sharing_text)
+register.filter("precision_text", precision_text)
