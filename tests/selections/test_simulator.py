@@ -208,22 +208,29 @@ def test_a_seen_prefix_is_reused_in_whole_blocks():
     assert mean_ttft(cached.rows[1:]) < mean_ttft(uncached.rows[1:])
 
 
+def _one_prefix_group(
+    arrivals: list[float], input_tokens: int, output_tokens: int, *, prefix_tokens: int
+) -> list[Request]:
+    """Requests of equal lengths arriving at `arrivals`, all opening with one shared prefix."""
+    return [
+        Request(
+            index=i,
+            arrival_s=arrival,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            prefix_group=0,
+            prefix_tokens=prefix_tokens,
+        )
+        for i, arrival in enumerate(arrivals)
+    ]
+
+
 def test_a_cached_prefix_is_held_once_for_every_sequence_that_reads_it():
     # 32 blocks of 16 tokens. Each request is a 96-token (6-block) prefix, 16 tokens of its own
     # and 48 outputs: 10 blocks alone, so four copies (40) do not fit, while one shared prefix
     # and four requests' own 4 blocks (22) do.
     config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=512)
-    requests = [
-        Request(
-            index=i,
-            arrival_s=0.0 if i == 0 else 1e-6,
-            input_tokens=112,
-            output_tokens=48,
-            prefix_group=0,
-            prefix_tokens=96,
-        )
-        for i in range(4)
-    ]
+    requests = _one_prefix_group([0.0, 1e-6, 1e-6, 1e-6], 112, 48, prefix_tokens=96)
     shared = simulate(requests, COST, config).summary
     assert shared.prefix_hit_tokens == 3 * 96
     assert shared.preemptions == 0
@@ -235,17 +242,7 @@ def test_a_cached_prefix_is_held_once_for_every_sequence_that_reads_it():
 def test_an_engine_reusing_to_the_token_reads_a_prefix_past_its_last_whole_block():
     # A 100-token prefix in 16-token blocks: six whole blocks (96 tokens) and 4 tokens more.
     config = EngineConfig(max_num_batched_tokens=2048, max_num_seqs=8, kv_capacity_tokens=4096)
-    requests = [
-        Request(
-            index=i,
-            arrival_s=float(i),
-            input_tokens=120,
-            output_tokens=8,
-            prefix_group=0,
-            prefix_tokens=100,
-        )
-        for i in range(3)
-    ]
+    requests = _one_prefix_group([0.0, 1.0, 2.0], 120, 8, prefix_tokens=100)
 
     whole = simulate(requests, COST, config).summary
     token = simulate(requests, COST, replace(config, partial_prefix_reuse=True)).summary
