@@ -117,6 +117,18 @@ def test_an_end_to_end_target_below_the_ttft_target_is_a_400_on_e2e_ms(
     assert not Selection.objects.exists()
 
 
+def test_a_target_longer_than_a_day_is_a_400_on_its_field(catalog, alice_client, goal_payload):
+    goal_payload["slo"].update(tpot_ms=1e12)
+
+    response = alice_client.post(URL, goal_payload, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["slo"]["tpot_ms"] == [
+        "At most a day (86,400,000 ms); leave it empty for no target."
+    ]
+    assert not Selection.objects.exists()
+
+
 def test_unknown_accelerators_and_prices_are_rejected(catalog, alice_client, goal_payload):
     goal_payload["constraints"]["accelerators"] = ["h100-sxm", "warp-drive"]
     goal_payload["constraints"]["prices"] = {"quantum-9000": 1.0}

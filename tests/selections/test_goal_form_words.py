@@ -20,6 +20,13 @@ def test_a_missing_slo_is_told_with_the_labels_of_the_page(catalog, alice_client
     assert not Selection.objects.exists()
 
 
+def test_a_target_longer_than_a_day_is_told_on_its_field(catalog, alice_client):
+    response = alice_client.post("/selections/new/", {**FORM, "e2e_ms": "1e12"})
+    errors = response.context["form"].errors["e2e_ms"]
+    assert errors == ["At most a day (86,400,000 ms); leave it empty for no target."]
+    assert not Selection.objects.exists()
+
+
 def test_an_empty_needed_number_asks_for_a_value(catalog, alice_client):
     response = alice_client.post("/selections/new/", {**FORM, "isl_spread": "", "rate_rps": ""})
     errors = response.context["form"].errors

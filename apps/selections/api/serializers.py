@@ -325,10 +325,27 @@ def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     return errors
 
 
+DAY_MS = 86_400_000
+
+
+def _target_ms() -> serializers.FloatField:
+    """A latency target: above zero and at most a day (a longer one targets nothing; leave it
+    out instead)."""
+    return serializers.FloatField(
+        min_value=0.001,
+        max_value=DAY_MS,
+        required=False,
+        allow_null=True,
+        error_messages={
+            "max_value": f"At most a day ({DAY_MS:,} ms); leave it empty for no target."
+        },
+    )
+
+
 class SloSerializer(serializers.Serializer):
-    ttft_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
-    tpot_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
-    e2e_ms = serializers.FloatField(min_value=0.001, required=False, allow_null=True)
+    ttft_ms = _target_ms()
+    tpot_ms = _target_ms()
+    e2e_ms = _target_ms()
     percentile = serializers.FloatField(min_value=1, max_value=100, default=99.0)
     attainment = serializers.FloatField(min_value=0.01, max_value=1, default=0.99)
     preset = serializers.ChoiceField(
@@ -692,7 +709,7 @@ class EstimateInputSerializer(serializers.Serializer):
         help_text="Open loop: Poisson arrivals at this rate over all gpu_count GPUs, split "
         "evenly over the dp replicas, simulated to a steady state.",
     )
-    tpot_ms = serializers.FloatField(min_value=0.001, required=False)
+    tpot_ms = serializers.FloatField(min_value=0.001, max_value=DAY_MS, required=False)
     prefix_share = serializers.FloatField(
         min_value=0,
         max_value=1,
