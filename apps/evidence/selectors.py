@@ -248,8 +248,9 @@ def team_factors(*, selection: Selection) -> dict[tuple[str, str], TeamFit]:
     for source in sources:
         found = measurements_by_fit(source.selection, source.evidence, source.candidates)
         for key, measurements in found.items():
-            grouped[key].extend(measurements)
-            goals[key].append(f"{source.selection.title} #{source.selection.pk}")
+            if measurements:
+                grouped[key].extend(measurements)
+                goals[key].append(f"{source.selection.title} #{source.selection.pk}")
     fits = fitted(grouped)
     errors: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for source in sources:
