@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 
 from apps.catalog.choices import EngineKind, PrefixCacheKind, UnchunkedLimit, Vendor
 from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
-from apps.selections.estimator import AcceleratorSpec, ModelArch
+from apps.selections.estimator import AcceleratorSpec, ModelArch, Parallelism
 from apps.selections.simulator import EngineConfig
 
 # Scheduler budgets assumed when the catalog has no sourced default for a release. They are
@@ -136,9 +136,12 @@ def accelerator_spec(accelerator: Accelerator) -> AcceleratorSpec:
     )
 
 
-def interconnect_unknown(accelerator: Accelerator) -> str:
-    """Why no replica of several of these devices can be timed: its tensor, pipeline or expert
-    shards talk over a scale-up link whose bandwidth the catalog does not record."""
+def interconnect_unknown(accelerator: Accelerator, layout: Parallelism) -> str | None:
+    """Why this layout cannot be timed on these devices, or None when it can: its tensor,
+    pipeline or expert shards talk over a scale-up link whose bandwidth the catalog does not
+    record."""
+    if not layout.needs_interconnect or accelerator.interconnect_gbps is not None:
+        return None
     return (
         f"The catalog has no per-device interconnect bandwidth for {accelerator.name}, "
         "so a multi-GPU replica cannot be estimated."

@@ -123,11 +123,11 @@ def stateless_estimate(
     if dp is not None and dp * tp * pp != gpu_count:
         raise ValueError("dp: tp x pp x dp must equal gpu_count")
     layout = Parallelism(tp=tp, pp=pp, ep=ep, dp=gpu_count // (tp * pp))
-    if layout.needs_interconnect and accel.interconnect_gbps is None:
+    if unlinked := interconnect_unknown(hardware, layout):
         sharded = next(name for name in ("tp", "pp", "ep") if getattr(layout, name) > 1)
         raise ValueError(
-            f"{sharded}: {interconnect_unknown(hardware)} Ask for tp, pp and ep of 1 "
-            "(dp replicas need no link between them)."
+            f"{sharded}: {unlinked} Ask for tp, pp and ep of 1 (dp replicas need no link "
+            "between them)."
         )
     release = _release(engine, engine_version)
     capability = None
@@ -318,8 +318,8 @@ def _prefix_reuse_words(config: EngineConfig, held: int, share: float) -> str:
     """How the engine reads a shared prefix: to the token (a radix tree, a partly filled last
     block copied) or in whole blocks, and what its cache holds of it once."""
     block = f"{config.kv_block_size}-token blocks"
-    holds = f"its whole {block} ({held:,} tokens) once" if held else "no whole block of it"
     if config.partial_prefix_reuse:
+        holds = f"its whole {block} ({held:,} tokens) once" if held else "no whole block of it"
         return (
             f"matches the prefix to the token (a partly filled last block is copied) and holds "
             f"{holds}; {share:.0%} of the prompts read it from there"

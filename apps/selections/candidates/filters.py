@@ -274,8 +274,8 @@ class Judge:
             spec = accelerator_spec(accelerator)
         except ValueError as error:
             return Reason(FIGURES_MISSING, f"Cannot estimate this stack: {error}.")
-        if layout.needs_interconnect and spec.interconnect_gbps is None:
-            return Reason(INTERCONNECT_UNKNOWN, interconnect_unknown(accelerator))
+        if unlinked := interconnect_unknown(accelerator, layout):
+            return Reason(INTERCONNECT_UNKNOWN, unlinked)
         return estimate_memory(
             model=self.goal.arch,
             accel=spec,
