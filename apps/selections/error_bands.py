@@ -173,7 +173,8 @@ def team_fitted_reason(metric: str, fit: TeamFit | None) -> str:
         spread = f"{errors[0]:+.0%}" + (f" to {errors[-1]:+.0%}" if len(errors) > 1 else "")
         seen = (
             f"; those runs measured {metric.removesuffix('_ms').upper()} {spread} against the "
-            "refitted estimate (in-sample: the same runs fitted it)"
+            "refitted analytic estimate at each run's own load (in-sample: the same runs "
+            "fitted it)"
         )
     return f"timed with factors fitted on {points} of the team's own runs{goals}{seen}; " + (
         _TEAM_FITTED_UNBANDED

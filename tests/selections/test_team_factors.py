@@ -93,8 +93,8 @@ def test_a_row_timed_with_the_teams_factors_says_what_fitted_them_and_how_far_th
         reason = bands[f"{metric}_ms"]["reason"]
         assert bands[f"{metric}_ms"]["band"] is None
         assert points in reason
-        measured = f"{metric.upper()} {after[f'{metric}_ms']:+.0%} against the refitted estimate"
-        assert f"those runs measured {measured} (in-sample" in reason
+        measured = f"{metric.upper()} {after[f'{metric}_ms']:+.0%} against the refitted"
+        assert f"those runs measured {measured} analytic estimate at each run's own load" in reason
     # goodput was not re-estimated by the fit: only the count is said
     assert points in bands["goodput_per_gpu_rps"]["reason"]
     assert "those runs measured" not in bands["goodput_per_gpu_rps"]["reason"]
