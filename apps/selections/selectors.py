@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, Count, F, JSONField, Q, QuerySet, TextField, When
+from django.db.models import Case, Count, FloatField, Q, QuerySet, TextField, When
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from stackselect_domain.slo import SLO
 
@@ -234,16 +235,19 @@ def simulated_comparison(*, selection: Selection) -> SimulatedComparison:
     are they come back as one row that says they exist."""
     simulated = Q(estimate__comparison="simulated")
 
-    def if_simulated(key: str) -> Case:
-        return Case(When(simulated, then=F(f"estimate__{key}")), output_field=JSONField())
+    def if_simulated(key: str, field: FloatField | TextField) -> Case:
+        # read as text and cast: a key's JSON value comes back as jsonb text on PostgreSQL and
+        # as a bare SQL number on SQLite, which a JSONField output cannot decode on both
+        value = Cast(KeyTextTransform(key, "estimate"), field)
+        return Case(When(simulated, then=value), output_field=field)
 
     rows = (
         Candidate.objects.filter(selection=selection, outcome=CandidateOutcome.KEPT)
         .values_list(
             "estimate__comparison",
-            if_simulated("label"),
-            if_simulated("goodput_per_gpu_rps"),
-            if_simulated("analytic_goodput_per_gpu_rps"),
+            if_simulated("label", TextField()),
+            if_simulated("goodput_per_gpu_rps", FloatField()),
+            if_simulated("analytic_goodput_per_gpu_rps", FloatField()),
         )
         .distinct()
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,6 +15,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.selections.test_pages import FORM
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -51,6 +54,25 @@ def _wait_until_serving(url: str, process: subprocess.Popen) -> None:
     raise AssertionError(f"{url} never answered")
 
 
+def _post(browser: urllib.request.OpenerDirector, jar, url: str, form: dict):
+    """A page form's POST with the session's CSRF token, as the browser sends it."""
+    csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
+    body = urllib.parse.urlencode({**form, "csrfmiddlewaretoken": csrf}, doseq=True)
+    return browser.open(url, data=body.encode(), timeout=60)
+
+
+def _computed_candidates(browser: urllib.request.OpenerDirector, url: str) -> str:
+    """The candidate page once the worker has computed the list."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with browser.open(url, timeout=60) as response:
+            page = response.read().decode()
+        if "Computing candidates" not in page:
+            return page
+        time.sleep(1)
+    raise AssertionError("the candidates were never computed")
+
+
 def test_the_embedded_set_up_migrates_serves_and_logs_the_demo_user_in(tmp_path):
     env = {
         k: v
@@ -62,6 +84,7 @@ def test_the_embedded_set_up_migrates_serves_and_logs_the_demo_user_in(tmp_path)
     base = f"http://127.0.0.1:{port}"
     _manage(env, "migrate", "--noinput")
     _manage(env, "collectstatic", "--noinput")
+    _manage(env, "load_curated")
     banner = _manage(env, "bootstrap_demo", "--url", base + "/")
     assert "Log in as  demo  /  " in banner
     password = (tmp_path / "demo_password").read_text().strip()
@@ -88,13 +111,18 @@ def test_the_embedded_set_up_migrates_serves_and_logs_the_demo_user_in(tmp_path)
         jar = http.cookiejar.CookieJar(policy=loopback_is_secure)
         browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         browser.open(base + "/accounts/login/", timeout=10).read()
-        csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
-        form = urllib.parse.urlencode(
-            {"username": "demo", "password": password, "csrfmiddlewaretoken": csrf}
-        )
-        with browser.open(base + "/accounts/login/", data=form.encode(), timeout=10) as home:
+        login = {"username": "demo", "password": password}
+        with _post(browser, jar, base + "/accounts/login/", login) as home:
             assert home.url == base + "/"
             assert "You act for <strong>Demo team</strong>" in home.read().decode()
+
+        # a goal through its page, its candidates computed by the embedded worker, on SQLite
+        with _post(browser, jar, base + "/selections/new/", FORM) as goal:
+            selection_url = goal.url
+        _post(browser, jar, selection_url + "candidates/compute/", {}).close()
+        page = _computed_candidates(browser, selection_url + "candidates/")
+        assert int(re.search(r'Kept <span class="muted">\((\d+)\)', page).group(1)) > 0
+        assert "simulated" in page
     finally:
         os.killpg(server.pid, signal.SIGINT)  # what one Ctrl-C in the terminal sends
         output = server.communicate(timeout=30)[0].decode()

@@ -4,6 +4,8 @@ four chosen candidates side by side."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.template.defaultfilters import pluralize
 
@@ -336,3 +338,15 @@ def test_a_recompute_of_the_same_goal_chooses_the_same_stacks_again(
     assert "0.0-retired" in lost and picks[0].stack["engine_version"] not in lost.split(":", 1)[1]
     plan = alice_client.get(f"/selections/{selection.pk}/plan/").content.decode()
     assert plan.split('id="chosen-lost">', 1)[1].split("</p>", 1)[0] == lost
+
+
+def test_every_row_of_the_plan_page_names_the_method_of_its_goodput(wide, alice_client):
+    page = alice_client.get(f"/selections/{wide.pk}/plan/").content.decode()
+
+    cells = re.findall(r'<tr data-candidate="(\d+)".*?<td>([^<]*req/s[^<]*)</td></tr>', page, re.S)
+    assert len(cells) == rows_of(page) == 50
+    estimates = dict(wide.candidates.values_list("pk", "estimate"))
+    for pk, cell in cells:
+        estimate = estimates[int(pk)]
+        figure = f"{estimate['goodput_per_gpu_rps']:.3f} req/s ({estimate['label']})"
+        assert cell.strip() == figure
