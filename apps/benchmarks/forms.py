@@ -17,12 +17,15 @@ from stackselect_domain.tuning import TUNABLE
 
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.plan_identity import (
+    ATTEMPTS_HELP,
     DEFAULT_MAX_PROBES,
+    ERROR_RATE_HELP,
     EVALUATION_NAME,
     GREEDY,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,
     MAX_TEMPERATURE,
+    WINDOW_HELP,
     PlanOptions,
 )
 
@@ -59,9 +62,11 @@ class PlanForm(forms.Form):
     )
     seed = forms.IntegerField(min_value=0, initial=0)
     warmup_requests = forms.IntegerField(min_value=0, max_value=1000, initial=4)
-    measurement_window_s = forms.FloatField(min_value=1, initial=120)
-    max_error_rate = forms.FloatField(min_value=0, max_value=1, initial=0.05)
-    max_attempts = forms.IntegerField(min_value=1, max_value=10, initial=3)
+    measurement_window_s = forms.FloatField(min_value=1, initial=120, help_text=WINDOW_HELP)
+    max_error_rate = forms.FloatField(
+        min_value=0, max_value=1, initial=0.05, help_text=ERROR_RATE_HELP
+    )
+    max_attempts = forms.IntegerField(min_value=1, max_value=10, initial=3, help_text=ATTEMPTS_HELP)
     request_timeout_s = forms.FloatField(min_value=1, initial=120)
     endpoint = forms.ChoiceField(
         choices=(("completions", "Completions"), ("chat", "Chat completions"))

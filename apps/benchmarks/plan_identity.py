@@ -40,6 +40,19 @@ DEFAULT_MAX_PROBES = 8
 # engine's default sampling. OpenAI-compatible servers take temperatures from 0 to 2.
 GREEDY = 0.0
 MAX_TEMPERATURE = 2.0
+# What the failure-policy options do today, for the plan form and the API alike.
+WINDOW_HELP = (
+    "Recorded in the runs' identity; the runner sends every request of the schedule at each "
+    "load point rather than stopping at this window."
+)
+ERROR_RATE_HELP = (
+    "A load point whose share of failed requests is above this is flagged on the evidence page "
+    "and in the API: its latency figures describe only the requests that completed."
+)
+ATTEMPTS_HELP = (
+    "How many times a job is dispatched when its runner goes silent (its lease expires); a job "
+    "whose runner reports a failure is not retried."
+)
 # The name of an evaluation command registered on a runner (the form and the API check it too).
 EVALUATION_NAME = re.compile(r"^[A-Za-z0-9._-]{1,60}$")
 

@@ -118,6 +118,10 @@ class PointEvidence:
     osl_off_target: bool | None
     quantiles: Mapping[str, list[float] | None] | None
     slo_margin: float | None = None
+    # failed requests over all sent (mean over runs); over_error_budget: above the plan's
+    # max_error_rate, so the latency figures describe only the requests that completed
+    error_share: float | None = None
+    over_error_budget: bool | None = None
 
     @property
     def missing(self) -> list[str]:
@@ -222,7 +226,23 @@ def _point(key: str, results: Sequence[StoredResult]) -> PointEvidence:
         osl_off_target=_any_flag([summary.osl_off_target for summary in summaries]),
         quantiles=results[-1].quantiles,
         slo_margin=_mean([summary.slo_margin for summary in summaries]),
+        error_share=_mean([_error_share(summary) for summary in summaries]),
     )
+
+
+def _error_share(summary: LoadPointSummary) -> float | None:
+    return summary.errors / summary.requests if summary.requests else None
+
+
+def _judge_error_budget(points: Sequence[PointEvidence], identity: Mapping[str, Any]) -> None:
+    """Flag the load points whose failed share is above the plan's max error rate (runs made
+    without a failure policy, such as imported ones, are not judged)."""
+    budget = (identity.get("failure_policy") or {}).get("max_error_rate")
+    if budget is None:
+        return
+    for point in points:
+        if point.error_share is not None:
+            point.over_error_budget = point.error_share > budget
 
 
 def _max_rate(points: Sequence[PointEvidence]) -> MaxRate | None:
@@ -241,6 +261,7 @@ def _candidate(runs: Sequence[StoredRun]) -> CandidateEvidence:
             by_point[load_point_key(result.load_point)].append(result)
     points = sorted((_point(key, results) for key, results in by_point.items()), key=_sort_key)
     first = runs[0]
+    _judge_error_budget(points, first.identity)
     return CandidateEvidence(
         key=first.fingerprint,
         label=first.label,

@@ -6,7 +6,7 @@ from stackselect_domain.identity import canonical_identity, fingerprint
 
 from apps.evidence.analysis import summarize
 from apps.evidence.comparison import StoredResult, StoredRun, build_evidence
-from tests.evidence.samples import samples, streamed
+from tests.evidence.samples import failed, samples, streamed
 
 BASE = {"model": "llama", "engine": "vllm", "accelerator": "h100-sxm", "gpu_count": 1}
 
@@ -76,3 +76,24 @@ def test_the_reference_can_be_chosen_by_its_identity_key():
     reference, _ = build_evidence(runs, reference_key=chosen)
 
     assert reference.key == chosen and reference.status == "reference"
+
+
+def _with_failures(failures: int, **identity) -> StoredRun:
+    full = canonical_identity({**BASE, **identity})
+    records = [streamed(i, ttft_s=0.1, gaps=[0.01]) for i in range(10 - failures)]
+    records += [failed(10 - failures + i) for i in range(failures)]
+    measured = samples(records, duration_s=5.0)  # ten requests, one every 0.5 s
+    result = StoredResult({"rate_rps": 2.0}, summarize(measured, gpu_count=1))
+    return StoredRun(1, "run 1", None, "runner", "harness", full, fingerprint(full), 1, [result])
+
+
+def test_a_load_point_is_over_the_error_budget_only_above_the_plans_max_error_rate():
+    policy = {"failure_policy": {"max_error_rate": 0.1}}
+
+    (at_budget,) = build_evidence([_with_failures(1, **policy)])
+    (over,) = build_evidence([_with_failures(2, **policy)])
+    (unjudged,) = build_evidence([_with_failures(2)])  # imported: no failure policy
+
+    assert (at_budget.points[0].error_share, at_budget.points[0].over_error_budget) == (0.1, False)
+    assert (over.points[0].error_share, over.points[0].over_error_budget) == (0.2, True)
+    assert (unjudged.points[0].error_share, unjudged.points[0].over_error_budget) == (0.2, None)

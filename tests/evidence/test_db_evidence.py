@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.evidence.factories import measured_attempt, plan_for
-from tests.evidence.samples import record, streamed
+from tests.evidence.samples import failed, record, streamed
 
 API = "/api/v1/selections/{}/evidence/"
 PAGE = "/evidence/selections/{}/"
@@ -71,6 +71,25 @@ def test_a_metric_that_was_not_measured_is_null_and_listed_as_missing(
     assert point["metrics"]["errors"] == 0.0
     page = alice_client.get(PAGE.format(selection.pk)).content.decode()
     assert 'data-metric="itl_p99_ms"><span class="muted missing">missing</span>' in page
+
+
+def test_a_load_point_over_the_plans_error_budget_is_flagged_on_the_page_and_in_the_api(
+    alice_client, selection, plan, candidates
+):
+    assert plan.identity["failure_policy"]["max_error_rate"] == 0.05
+    measured_attempt(plan, candidates[0], [*fast(5), failed(5)])  # one of six failed
+    measured_attempt(plan, candidates[1], fast(6))
+
+    body = alice_client.get(API.format(selection.pk)).json()
+
+    points = {entry["candidate_id"]: entry["load_points"][0] for entry in body["candidates"]}
+    failing, clean = points[candidates[0].pk], points[candidates[1].pk]
+    assert failing["error_share"] == pytest.approx(1 / 6)
+    assert failing["over_error_budget"] is True
+    assert (clean["error_share"], clean["over_error_budget"]) == (0.0, False)
+    page = alice_client.get(PAGE.format(selection.pk)).content.decode()
+    assert page.count("data-error-budget") == len(plan.load_points)
+    assert "17% failed, over the plan's 5%" in page
 
 
 def test_charlie_cannot_read_alices_evidence(charlie_client, selection, plan, candidates):

@@ -9,12 +9,15 @@ from stackselect_domain.speculative import (
 from apps.benchmarks.choices import PlanMode, RunMode
 from apps.benchmarks.models import BenchmarkJob, BenchmarkPlan, JobAttempt
 from apps.benchmarks.plan_identity import (
+    ATTEMPTS_HELP,
     DEFAULT_MAX_PROBES,
+    ERROR_RATE_HELP,
     EVALUATION_NAME,
     GREEDY,
     MAX_LOAD_POINTS,
     MAX_REQUEST_COUNT,
     MAX_TEMPERATURE,
+    WINDOW_HELP,
 )
 
 
@@ -157,9 +160,13 @@ class PlanCreateIn(serializers.Serializer):
     request_count = serializers.IntegerField(min_value=1, max_value=MAX_REQUEST_COUNT, default=200)
     seed = serializers.IntegerField(min_value=0, default=0)
     warmup_requests = serializers.IntegerField(min_value=0, max_value=1000, default=4)
-    measurement_window_s = serializers.FloatField(min_value=1, default=120.0)
-    max_error_rate = serializers.FloatField(min_value=0, max_value=1, default=0.05)
-    max_attempts = serializers.IntegerField(min_value=1, max_value=10, default=3)
+    measurement_window_s = serializers.FloatField(min_value=1, default=120.0, help_text=WINDOW_HELP)
+    max_error_rate = serializers.FloatField(
+        min_value=0, max_value=1, default=0.05, help_text=ERROR_RATE_HELP
+    )
+    max_attempts = serializers.IntegerField(
+        min_value=1, max_value=10, default=3, help_text=ATTEMPTS_HELP
+    )
     request_timeout_s = serializers.FloatField(min_value=1, default=120.0)
     endpoint = serializers.ChoiceField(choices=["completions", "chat"], default="completions")
     temperature = serializers.FloatField(

@@ -37,6 +37,8 @@ def _point(point: PointEvidence) -> dict[str, Any]:
         "statistics": {name: _cell(point.cells[name]) for name in METRIC_NAMES},
         "isl_off_target": point.isl_off_target,
         "osl_off_target": point.osl_off_target,
+        "error_share": point.error_share,
+        "over_error_budget": point.over_error_budget,
     }
 
 
@@ -107,6 +109,14 @@ class _PointOut(serializers.Serializer):
     statistics = serializers.DictField(child=_StatisticOut())
     isl_off_target = serializers.BooleanField(allow_null=True)
     osl_off_target = serializers.BooleanField(allow_null=True)
+    error_share = serializers.FloatField(
+        allow_null=True, help_text="Failed requests over all sent, the mean over runs."
+    )
+    over_error_budget = serializers.BooleanField(
+        allow_null=True,
+        help_text="Above the plan's max_error_rate: the latency figures describe only the "
+        "requests that completed. null: the run states no failure policy (imported).",
+    )
 
 
 class _ComparabilityOut(serializers.Serializer):
