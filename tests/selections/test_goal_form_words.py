@@ -60,12 +60,12 @@ def test_forgetting_the_model_is_one_error_not_ten_on_custom_fields(catalog, ali
 def test_the_goal_summary_shows_the_length_numbers(
     catalog, alice, acme, alice_client, goal_payload
 ):
-    goal_payload["workload"]["isl"] = {"kind": "normal", "mean": 900, "std": 150}
+    goal_payload["workload"]["isl"] = {"kind": "normal", "mean": 12000, "std": 1500}
     goal_payload["workload"]["osl"] = {"kind": "lognormal", "median": 200, "sigma": 0.5}
     goal_payload["constraints"]["max_gpus"] = 1
     selection = create_selection(user=alice, team=acme, payload=goal_payload)
     page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
-    assert '<span id="goal-isl">normal, mean 900, std 150 tokens</span>' in page
+    assert '<span id="goal-isl">normal, mean 12,000, std 1,500 tokens</span>' in page
     assert '<span id="goal-osl">lognormal, median 200 tokens, sigma 0.5</span>' in page
     assert "up to 1 GPU</dd>" in page and "1 GPUs" not in page
 
@@ -84,7 +84,7 @@ def test_the_goal_summary_words_lengths_and_arrival_as_the_decision_record_does(
     page = alice_client.get(f"/selections/{selection.pk}/").content.decode()
     workload = selection.workload
     assert f'<span id="goal-isl">{length_text(workload["isl"])}</span>' in page
-    assert '<span id="goal-isl">empirical, 2 values, mean 200.0 tokens</span>' in page
+    assert '<span id="goal-isl">empirical, 2 values, mean 200 tokens</span>' in page
     arrival = page.split('<dd id="goal-arrival">', 1)[1].split("</dd>", 1)[0]
     assert arrival == arrival_text(workload["arrival"])
     assert arrival == "gamma, 4 req/s, burstiness 2.5, peak x1.5"
@@ -104,4 +104,13 @@ def test_the_goal_summary_says_what_the_requests_share(
     assert sharing(plain) == "no shared prefix"
     assert sharing(shared) == (
         "75% of prompts open with a shared 800-token prefix; multi-turn conversations"
+    )
+
+
+def test_a_length_in_words_keeps_every_digit_of_a_long_context():
+    assert length_text({"kind": "fixed", "value": 1_048_576}) == "1,048,576 tokens"
+    lognormal = {"kind": "lognormal", "median": 2_000_000, "sigma": 0.25}
+    assert length_text(lognormal) == "lognormal, median 2,000,000 tokens, sigma 0.25"
+    assert length_text({"kind": "empirical", "values": [1, 2]}) == (
+        "empirical, 2 values, mean 1.5 tokens"
     )
