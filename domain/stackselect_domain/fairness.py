@@ -59,10 +59,22 @@ def _same(candidates: Sequence[CandidateFacts], key: str, paths: Sequence[str]) 
     values = [tuple(_field(c.identity, path) for path in paths) for c in candidates]
     if any(value is None for row in values for value in row):
         return Item(key, "unknown", "not recorded for every candidate")
-    distinct = sorted({repr(row) for row in values})
+    distinct = sorted({_words(row) for row in values})
     if len(distinct) > 1:
         return Item(key, "not_met", "differs: " + " vs ".join(distinct))
-    return Item(key, "met", ", ".join(str(value) for value in values[0]))
+    return Item(key, "met", _words(values[0]))
+
+
+def _words(row: Sequence[Any]) -> str:
+    """Identity values as people read them: a recipe's parts by name ("weights fp8, kv cache
+    bf16"), not a Python mapping."""
+    return "; ".join(_word(value) for value in row)
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{str(k).replace('_', ' ')} {_word(v)}" for k, v in value.items())
+    return str(value)
 
 
 def _every(candidates: Sequence[CandidateFacts], key: str, test: Any, describe: str) -> Item:

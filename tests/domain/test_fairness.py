@@ -43,3 +43,20 @@ def test_a_fact_nobody_recorded_is_unknown():
     status = _status(checklist([_facts(identity={"tokenizer": None}, tuning_origin=None)]))
     assert status["same_checkpoint"] == status["tuned_settings"] == "unknown"
     assert set(_status(checklist([])).values()) == {"unknown"}
+
+
+def test_the_checklist_words_a_precision_recipe_by_its_parts():
+    fp8 = {"precision": {"weights": "fp8", "kv_cache": "bf16"}}
+    other = {"precision": {"weights": "fp8", "kv_cache": "fp8"}}
+
+    (met,) = [item for item in checklist([_facts(identity=fp8)]) if item.key == "same_precision"]
+    (differs,) = [
+        item
+        for item in checklist([_facts(identity=fp8), _facts(identity=other)])
+        if item.key == "same_precision"
+    ]
+
+    assert met.detail == "weights fp8, kv cache bf16"
+    assert differs.detail == "differs: weights fp8, kv cache bf16 vs weights fp8, kv cache fp8"
+    (checkpoint,) = [item for item in checklist([_facts()]) if item.key == "same_checkpoint"]
+    assert checkpoint.detail == "m; m"
