@@ -97,6 +97,13 @@ class _StatisticOut(serializers.Serializer):
     )
 
 
+ERROR_SHARE_HELP = "Failed requests over all sent, the mean over runs."
+OVER_BUDGET_HELP = (
+    "Above the plan's max_error_rate: the latency figures describe only the requests that "
+    "completed. null: the run states no failure policy (imported)."
+)
+
+
 class _PointOut(serializers.Serializer):
     key = serializers.CharField()
     load_point = serializers.JSONField()
@@ -109,14 +116,8 @@ class _PointOut(serializers.Serializer):
     statistics = serializers.DictField(child=_StatisticOut())
     isl_off_target = serializers.BooleanField(allow_null=True)
     osl_off_target = serializers.BooleanField(allow_null=True)
-    error_share = serializers.FloatField(
-        allow_null=True, help_text="Failed requests over all sent, the mean over runs."
-    )
-    over_error_budget = serializers.BooleanField(
-        allow_null=True,
-        help_text="Above the plan's max_error_rate: the latency figures describe only the "
-        "requests that completed. null: the run states no failure policy (imported).",
-    )
+    error_share = serializers.FloatField(allow_null=True, help_text=ERROR_SHARE_HELP)
+    over_error_budget = serializers.BooleanField(allow_null=True, help_text=OVER_BUDGET_HELP)
 
 
 class _ComparabilityOut(serializers.Serializer):
