@@ -169,6 +169,13 @@ def _figure(value: Any) -> str:
     return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def failed_text(point: Mapping[str, Any]) -> str:
+    """How many of a load point's requests failed: its latency percentiles describe the rest
+    ("-" in records written before the count of requests was kept)."""
+    errors, requests = point.get("errors"), point.get("requests")
+    return "-" if errors is None or requests is None else f"{errors:,} of {requests:,}"
+
+
 def load_point_text(point: Mapping[str, Any]) -> str:
     if point.get("rate_rps") is not None:
         return f"{point['rate_rps']:g} req/s"
@@ -216,10 +223,11 @@ def evidence_lines(evidence: list[Mapping[str, Any]]) -> list[str]:
                 for item in run["raw_checksums"]
             ),
             "",
-            "| Load point | Throughput (req/s) | Goodput (req/s) | TTFT p99 (ms) | TPOT p99 (ms) |",
-            "|---|---|---|---|---|",
+            "| Load point | Failed | Throughput (req/s) | Goodput (req/s) | TTFT p99 (ms) "
+            "| TPOT p99 (ms) |",
+            "|---|---|---|---|---|---|",
             *(
-                f"| {load_point_text(point['load_point'])} | "
+                f"| {load_point_text(point['load_point'])} | {failed_text(point)} | "
                 f"{_figure(point.get('request_throughput_rps'))} | "
                 f"{_figure(point.get('goodput_rps'))} | {_figure(point.get('ttft_p99_ms'))} | "
                 f"{_figure(point.get('tpot_p99_ms'))} |"

@@ -31,7 +31,7 @@ CANDIDATE_KEYS = string.ascii_uppercase
 MAX_CANDIDATES = len(CANDIDATE_KEYS)
 # Candidates taken when none are chosen for benchmarking: the best few kept ones.
 DEFAULT_KEPT = 5
-SUMMARY_FIGURES = ("request_throughput_rps", "goodput_rps", "slo_attainment", "errors")
+SUMMARY_FIGURES = ("request_throughput_rps", "goodput_rps", "slo_attainment", "errors", "requests")
 LATENCY_FIGURES = ("ttft_s", "tpot_s")
 
 

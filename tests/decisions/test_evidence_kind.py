@@ -12,6 +12,7 @@ from apps.decisions.models import DecisionRecord
 from tests.benchmarks.factories import result_document
 from tests.decisions.factories import draft, measured_by_runner
 from tests.evidence.factories import measured_attempt, plan_for
+from tests.evidence.samples import failed, streamed
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +128,19 @@ def test_a_record_on_measured_evidence_is_accepted_as_before(acme, alice, approv
 )
 def test_the_evidence_kind_sums_up_the_runs(entries, kind):
     assert evidence_kind(entries) == kind
+
+
+def test_a_record_counts_each_load_points_failed_requests_on_its_page_and_export(
+    acme, alice, selection, alice_client
+):
+    plan = plan_for(selection, load_points=[{"rate_rps": 1.0}])
+    records = [streamed(i, ttft_s=0.1, gaps=[0.02]) for i in range(3)] + [failed(3)]
+    measured_attempt(plan, selection.candidates.order_by("rank").first(), records)
+
+    record = draft(alice, acme, selection)
+
+    (point,) = record.evidence[0]["load_points"]
+    assert (point["errors"], point["requests"]) == (1, 4)
+    page = alice_client.get(f"/decisions/{record.pk}/").content.decode()
+    assert "<td>1 of 4</td>" in page
+    assert "| 1 req/s | 1 of 4 |" in record_markdown(record)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from apps.decisions.export import estimate_text
+from apps.decisions.export import estimate_text, failed_text
 from apps.selections.workload_words import arrival_text, length_text, precision_text, sharing_text
 
 register = template.Library()
@@ -24,3 +24,5 @@ register.filter("length_text", length_text)
 register.filter("arrival_text", arrival_text)
 register.filter("sharing_text", sharing_text)
 register.filter("precision_text", precision_text)
+# How many of a load point's requests failed, as the export counts them.
+register.filter("failed_text", failed_text)
