@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from stackselect_domain import fairness
+from stackselect_domain.steptime import NATURE_SIMULATED
 
 from apps.benchmarks.engine_spec import model_identity
 from apps.catalog.models import Capability
@@ -25,6 +27,7 @@ from apps.evidence.selectors import (
 )
 from apps.selections.choices import CandidateOutcome
 from apps.selections.models import Candidate, Selection
+from apps.selections.selectors import SimulatedShare, simulated_comparison
 
 # Candidates are keyed A, B, C... in the record, as options are in a decision record.
 CANDIDATE_KEYS = string.ascii_uppercase
@@ -90,9 +93,12 @@ def _cell(cell: Capability) -> dict[str, Any]:
     }
 
 
-def _estimate(candidate: Candidate) -> dict[str, Any]:
+def _estimate(candidate: Candidate, share: SimulatedShare | None) -> dict[str, Any]:
+    """The figures the candidate page showed, and for an analytic row how this goal's simulated
+    replicas read against their own analytic goodput (the analytic estimate queues nothing)."""
     estimate = candidate.estimate or {}
     latency = estimate.get("latency") or {}
+    analytic = estimate.get("comparison") != NATURE_SIMULATED
     return {
         "goodput_per_gpu_rps": estimate.get("goodput_per_gpu_rps"),
         "goodput_method": estimate.get("label"),
@@ -104,10 +110,12 @@ def _estimate(candidate: Candidate) -> dict[str, Any]:
         "latency_in_flight": latency.get("concurrency"),
         "replicas": (candidate.stack or {}).get("dp") or 1,
         "error_band": estimate.get("error_band"),
+        "simulated_share": asdict(share) if analytic and share else None,
     }
 
 
-def candidates_part(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
+def candidates_part(selection: Selection, candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
+    share = simulated_comparison(selection=selection).share
     cell_ids = {cell_id for candidate in candidates for cell_id in candidate.capability_ids}
     cells = {
         cell.pk: _cell(cell)
@@ -135,7 +143,7 @@ def candidates_part(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
                 "vendor": candidate.accelerator.vendor,
             },
             "capabilities": [cells[i] for i in sorted(candidate.capability_ids) if i in cells],
-            "estimate": _estimate(candidate),
+            "estimate": _estimate(candidate, share),
         }
         for key, candidate in zip(CANDIDATE_KEYS, candidates, strict=False)
     ]
@@ -228,7 +236,7 @@ def comparison_part(selection: Selection, keys: Mapping[int, str]) -> dict[str, 
 def snapshot_parts(selection: Selection, candidate_ids: Sequence[int] = ()) -> dict[str, Any]:
     """goal, candidates, evidence and the comparison's verdicts of a record about `selection`."""
     candidates = record_candidates(selection, candidate_ids)
-    candidate_rows = candidates_part(candidates)
+    candidate_rows = candidates_part(selection, candidates)
     keys = {row["candidate_id"]: row["key"] for row in candidate_rows}
     return {
         "goal": goal_part(selection),
