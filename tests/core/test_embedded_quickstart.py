@@ -62,8 +62,9 @@ def _post(browser: urllib.request.OpenerDirector, jar, url: str, form: dict):
 
 
 def _computed_candidates(browser: urllib.request.OpenerDirector, url: str) -> str:
-    """The candidate page once the worker has computed the list."""
-    deadline = time.monotonic() + 120
+    """The candidate page once the worker has computed the list (seconds on an idle machine;
+    the deadline leaves room for a loaded one)."""
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         with browser.open(url, timeout=60) as response:
             page = response.read().decode()
