@@ -118,10 +118,18 @@ class PointEvidence:
     osl_off_target: bool | None
     quantiles: Mapping[str, list[float] | None] | None
     slo_margin: float | None = None
-    # failed requests over all sent (mean over runs); over_error_budget: above the plan's
-    # max_error_rate, so the latency figures describe only the requests that completed
+    # failed requests over all sent (mean over runs), and the plan's max_error_rate (None for
+    # runs made without a failure policy, such as imported ones)
     error_share: float | None = None
-    over_error_budget: bool | None = None
+    error_budget: float | None = None
+
+    @property
+    def over_error_budget(self) -> bool | None:
+        """More failed than the plan allows: the latency figures describe only the requests that
+        completed. None where either figure is unknown, so such a point is not judged."""
+        if self.error_share is None or self.error_budget is None:
+            return None
+        return self.error_share > self.error_budget
 
     @property
     def missing(self) -> list[str]:
@@ -208,7 +216,7 @@ def _in_flight(summary: LoadPointSummary) -> float | None:
     return summary.request_throughput_rps * summary.e2e_s.mean
 
 
-def _point(key: str, results: Sequence[StoredResult]) -> PointEvidence:
+def _point(key: str, results: Sequence[StoredResult], error_budget: float | None) -> PointEvidence:
     summaries = [result.summary for result in results]
     cells = {}
     for metric in METRICS:
@@ -227,22 +235,12 @@ def _point(key: str, results: Sequence[StoredResult]) -> PointEvidence:
         quantiles=results[-1].quantiles,
         slo_margin=_mean([summary.slo_margin for summary in summaries]),
         error_share=_mean([_error_share(summary) for summary in summaries]),
+        error_budget=error_budget,
     )
 
 
 def _error_share(summary: LoadPointSummary) -> float | None:
     return summary.errors / summary.requests if summary.requests else None
-
-
-def _judge_error_budget(points: Sequence[PointEvidence], identity: Mapping[str, Any]) -> None:
-    """Flag the load points whose failed share is above the plan's max error rate (runs made
-    without a failure policy, such as imported ones, are not judged)."""
-    budget = (identity.get("failure_policy") or {}).get("max_error_rate")
-    if budget is None:
-        return
-    for point in points:
-        if point.error_share is not None:
-            point.over_error_budget = point.error_share > budget
 
 
 def _max_rate(points: Sequence[PointEvidence]) -> MaxRate | None:
@@ -259,9 +257,11 @@ def _candidate(runs: Sequence[StoredRun]) -> CandidateEvidence:
     for run in runs:
         for result in run.results:
             by_point[load_point_key(result.load_point)].append(result)
-    points = sorted((_point(key, results) for key, results in by_point.items()), key=_sort_key)
     first = runs[0]
-    _judge_error_budget(points, first.identity)
+    budget = (first.identity.get("failure_policy") or {}).get("max_error_rate")
+    points = sorted(
+        (_point(key, results, budget) for key, results in by_point.items()), key=_sort_key
+    )
     return CandidateEvidence(
         key=first.fingerprint,
         label=first.label,

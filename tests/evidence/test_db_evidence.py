@@ -85,7 +85,7 @@ def test_a_load_point_over_the_plans_error_budget_is_flagged_on_the_page_and_in_
     points = {entry["candidate_id"]: entry["load_points"][0] for entry in body["candidates"]}
     failing, clean = points[candidates[0].pk], points[candidates[1].pk]
     assert failing["error_share"] == pytest.approx(1 / 6)
-    assert failing["over_error_budget"] is True
+    assert (failing["over_error_budget"], failing["error_budget"]) == (True, 0.05)
     assert (clean["error_share"], clean["over_error_budget"]) == (0.0, False)
     page = alice_client.get(PAGE.format(selection.pk)).content.decode()
     assert page.count("data-error-budget") == len(plan.load_points)

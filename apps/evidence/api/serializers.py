@@ -38,6 +38,7 @@ def _point(point: PointEvidence) -> dict[str, Any]:
         "isl_off_target": point.isl_off_target,
         "osl_off_target": point.osl_off_target,
         "error_share": point.error_share,
+        "error_budget": point.error_budget,
         "over_error_budget": point.over_error_budget,
     }
 
@@ -98,6 +99,10 @@ class _StatisticOut(serializers.Serializer):
 
 
 ERROR_SHARE_HELP = "Failed requests over all sent, the mean over runs."
+ERROR_BUDGET_HELP = (
+    "The plan's max_error_rate that over_error_budget is judged against. null: the run states "
+    "no failure policy (imported)."
+)
 OVER_BUDGET_HELP = (
     "Above the plan's max_error_rate: the latency figures describe only the requests that "
     "completed. null: the run states no failure policy (imported)."
@@ -117,6 +122,7 @@ class _PointOut(serializers.Serializer):
     isl_off_target = serializers.BooleanField(allow_null=True)
     osl_off_target = serializers.BooleanField(allow_null=True)
     error_share = serializers.FloatField(allow_null=True, help_text=ERROR_SHARE_HELP)
+    error_budget = serializers.FloatField(allow_null=True, help_text=ERROR_BUDGET_HELP)
     over_error_budget = serializers.BooleanField(allow_null=True, help_text=OVER_BUDGET_HELP)
 
 
