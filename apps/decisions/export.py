@@ -18,7 +18,7 @@ from apps.decisions.drift import KS_ALPHA, KS_MIN_STATISTIC, RATE_CHANGE_LIMIT
 from apps.decisions.evidence_kind import EvidenceKind, entry_kind
 from apps.decisions.models import DecisionRecord
 from apps.selections.operating_point import in_flight
-from apps.selections.templatetags.bands import OUTSIDE_BAND
+from apps.selections.templatetags.bands import OUTSIDE_BAND, simulated_share_words
 from apps.selections.workload_words import arrival_text, length_text, precision_text, sharing_text
 
 
@@ -134,20 +134,8 @@ def estimate_text(estimate: Mapping[str, Any]) -> str:
     if bands := latency_bands_text(estimate.get("error_band") or {}):
         parts.append(bands)
     if share := estimate.get("simulated_share"):
-        parts.append(simulated_share_text(share))
+        parts.append(f"analytic, which queues nothing: {simulated_share_words(share)}")
     return "; ".join(parts) or "no prediction"
-
-
-def simulated_share_text(share: Mapping[str, Any]) -> str:
-    """Why an analytic goodput reads high: what this goal's simulated replicas read against
-    their own analytic figure, as the candidate page says it."""
-    replicas = share["replicas"]
-    return (
-        f"analytic, which queues nothing: the {replicas} replica{'s' if replicas != 1 else ''} "
-        f"simulated for this goal read x{share['low']:.2f} to x{share['high']:.2f} (median "
-        f"x{share['median']:.2f}) of {'its' if replicas == 1 else 'their'} own analytic "
-        "goodput per GPU"
-    )
 
 
 def latency_bands_text(bands: Mapping[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 
 import pytest
 
@@ -10,6 +11,7 @@ from apps.decisions import services as decisions
 from apps.decisions.export import record_markdown
 from apps.decisions.services import DecisionText
 from apps.selections import selectors, services
+from apps.selections.templatetags.bands import simulated_share_words
 from tests.selections.catalog_fixture import load_catalog
 from tests.selections.conftest import GOAL
 from tests.selections.helpers import create_selection
@@ -17,7 +19,7 @@ from tests.selections.helpers import create_selection
 pytestmark = pytest.mark.django_db
 
 
-def test_an_analytic_candidate_carries_how_this_goals_simulated_replicas_read_against_theirs(
+def test_an_analytic_candidate_says_how_this_goals_simulated_replicas_read_as_the_candidates_do(
     acme, alice, alice_client
 ):
     load_catalog()
@@ -47,6 +49,10 @@ def test_an_analytic_candidate_carries_how_this_goals_simulated_replicas_read_ag
         "median": share.median,
         "high": share.high,
     }
-    words = f"simulated for this goal read x{share.low:.2f} to x{share.high:.2f}"
+    words = simulated_share_words(asdict(share))
+    assert f"simulated for this goal read \u00d7{share.low:.2f} to \u00d7{share.high:.2f}" in words
     assert record_markdown(record).count(words) == 1
     assert alice_client.get(f"/decisions/{record.pk}/").content.decode().count(words) == 1
+    # the candidate page says it in the same words
+    candidates_page = alice_client.get(f"/selections/{selection.pk}/candidates/").content.decode()
+    assert f"queues nothing, and {words}." in candidates_page

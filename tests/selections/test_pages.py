@@ -175,7 +175,7 @@ def test_the_page_says_how_the_simulated_replicas_read_against_their_analytic_fi
     page = alice_client.get(f"/selections/{many.pk}/candidates/").content.decode()
     note = re.search(
         r'id="simulated-share">Analytic rows are not comparable[^<]*? the (\d+) replicas? '
-        r"simulated for this list read &times;([\d.]+) to &times;([\d.]+)",
+        r"simulated for this goal read \u00d7([\d.]+) to \u00d7([\d.]+)",
         page,
     )
     assert note, "no note beside a list of simulated and analytic rows"
