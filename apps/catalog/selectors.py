@@ -21,6 +21,7 @@ from stackselect_domain.tuning import (
     WORKLOAD_CLASSES,
     tunable_part,
 )
+from stackselect_domain.words import grouped
 
 from apps.audit.models import AuditEvent
 from apps.audit.selectors import FieldChange, event_diff
@@ -78,7 +79,10 @@ def engine_comparison(*, engines: Iterable[Engine]) -> Comparison:
 
 # (name, our threshold for the class) of each workload class, for the release page.
 WORKLOAD_CLASS_LABELS = {
-    "long_prompts": ("Long prompts", f"mean prompt of {LONG_PROMPT_TOKENS} tokens or more"),
+    "long_prompts": (
+        "Long prompts",
+        f"mean prompt of {grouped(LONG_PROMPT_TOKENS)} tokens or more",
+    ),
     "short_chat": ("Short chat", "every other workload"),
     "high_concurrency": ("High concurrency", f"{HIGH_CONCURRENCY} or more requests in flight"),
 }

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 from stackselect_domain.speculative import Speculative
+from stackselect_domain.words import grouped
 
 from apps.accounts.choices import Role
 from apps.accounts.models import Team
@@ -57,7 +58,7 @@ def _drift_findings(record: DecisionRecord, current: dict[str, Any]) -> list[Fin
     findings = [
         detection.drift_finding(
             key=f"trace:{trace.pk}",
-            label=f"Trace {trace.name} ({trace.row_count} requests)",
+            label=f"Trace {trace.name} ({grouped(trace.row_count)} requests)",
             reference=reference,
             observed=trace_sample(trace),
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from django.db.models import QuerySet
+from stackselect_domain.words import grouped
 
 from apps.catalog.choices import EngineKind, PrefixCacheKind, UnchunkedLimit, Vendor
 from apps.catalog.models import Accelerator, Capability, EngineRelease, ModelSpec
@@ -204,8 +205,8 @@ def scheduler_record(release: EngineRelease | None, accelerator: Accelerator) ->
         return {
             "max_num_batched_tokens": tokens,
             "max_num_seqs": seqs,
-            "note": f"no engine named: our fallback budgets, {tokens} tokens per step and "
-            f"{seqs} sequences",
+            "note": f"no engine named: our fallback budgets, {grouped(tokens)} tokens per step and "
+            f"{grouped(seqs)} sequences",
         }
     tier = _matching_tier(release, accelerator)
     budgets = _budgets(release, tier)
@@ -218,8 +219,9 @@ def scheduler_record(release: EngineRelease | None, accelerator: Accelerator) ->
     return {
         "max_num_batched_tokens": budgets.max_num_batched_tokens,
         "max_num_seqs": budgets.max_num_seqs,
-        "note": f"scheduled as {release} schedules: {budgets.max_num_batched_tokens} tokens per "
-        f"step ({origin('max_num_batched_tokens')}), {budgets.max_num_seqs} sequences "
+        "note": f"scheduled as {release} schedules: {grouped(budgets.max_num_batched_tokens)} "
+        "tokens per "
+        f"step ({origin('max_num_batched_tokens')}), {grouped(budgets.max_num_seqs)} sequences "
         f"({origin('max_num_seqs')})",
     }
 

@@ -27,6 +27,7 @@ from stackselect_domain.steptime import (
     step_function,
 )
 from stackselect_domain.vocabulary import ATTENTION_KINDS
+from stackselect_domain.words import grouped
 
 LAYOUT_DEGREES = ("tp", "pp", "ep", "dp")
 ACTIVATION_BYTES = 2  # activations travel between ranks in 16-bit
@@ -461,7 +462,10 @@ def estimate_memory(
         )
     elif max_sequences < 1:
         fits = False
-        reason = f"KV cache of {kv_gb:.2f} GB per GPU cannot hold one sequence of {context} tokens"
+        reason = (
+            f"KV cache of {kv_gb:.2f} GB per GPU cannot hold one sequence of "
+            f"{grouped(context)} tokens"
+        )
     return MemoryEstimate(
         weights_gb_per_gpu=weights / GB,
         runtime_reserve_gb=reserve_gb,

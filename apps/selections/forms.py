@@ -20,6 +20,7 @@ from stackselect_domain.vocabulary import (
     PRECISION_WORDS,
     first_precision,
 )
+from stackselect_domain.words import grouped
 
 from apps.catalog.choices import AttentionKind
 from apps.catalog.models import Accelerator, Feature, ModelSpec
@@ -220,7 +221,7 @@ class GoalForm(forms.Form):
         ]
         self.fields["accelerators"].choices = list(Accelerator.objects.values_list("slug", "name"))
         self.fields["trace"].choices = [("", "—")] + [
-            (trace.pk, f"{trace.name} ({trace.row_count} requests)")
+            (trace.pk, f"{trace.name} ({grouped(trace.row_count)} requests)")
             for trace in selectors.traces_of_team(team=team).only("pk", "name", "row_count")
         ]
         for key, field_class, options in CUSTOM_MODEL_FIELDS:

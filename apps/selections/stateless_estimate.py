@@ -15,6 +15,7 @@ from typing import Any
 
 from stackselect_domain.slo import request_ms
 from stackselect_domain.steptime import NATURE_ANALYTIC, NATURE_SIMULATED
+from stackselect_domain.words import grouped
 from stackselect_domain.workload import FixedLength, OpenLoopArrivals, Workload
 
 from apps.catalog.models import Accelerator, EngineRelease, ModelSpec
@@ -426,7 +427,8 @@ def _config(
 def _too_long(osl: int, clients: int | None, error: SimulationTooLong) -> str:
     requests = run_requests(MIN_STEADY_REQUESTS, clients)
     return (
-        f"osl: {requests} requests of {osl} output tokens at this load need more than "
-        f"{error.max_steps:,} engine steps, too many to simulate here; more clients or a higher "
-        "rate share the steps, or leave out concurrency and rate_rps for the analytic estimate"
+        f"osl: {grouped(requests)} requests of {grouped(osl)} output tokens at this load need "
+        f"more than {grouped(error.max_steps)} engine steps, too many to simulate here; more "
+        "clients or a higher rate share the steps, or leave out concurrency and rate_rps for the "
+        "analytic estimate"
     )

@@ -38,6 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 from stackselect_domain.slo import SLO
+from stackselect_domain.words import grouped
 from stackselect_domain.workload import ClosedLoop, Workload, generate_requests
 
 from apps.selections.simulator import (
@@ -97,7 +98,8 @@ def stationarity(rows: Sequence[RequestOutcome]) -> Stationarity:
     if total < MIN_STEADY_REQUESTS:
         return Stationarity(
             False,
-            f"only {total} requests: a steady state needs at least {MIN_STEADY_REQUESTS}",
+            f"only {grouped(total)} requests: a steady state needs at least "
+            f"{grouped(MIN_STEADY_REQUESTS)}",
             len(measured),
             None,
             None,
@@ -348,8 +350,8 @@ def steady_max_rate(
     """
     if n < MIN_STEADY_REQUESTS:
         raise ValueError(
-            f"n: a steady-state search needs at least {MIN_STEADY_REQUESTS} requests per run, "
-            f"got {n} (a burst that short never builds a queue)"
+            f"n: a steady-state search needs at least {grouped(MIN_STEADY_REQUESTS)} requests per "
+            f"run, got {grouped(n)} (a burst that short never builds a queue)"
         )
     if not 0 < tolerance < 1:
         raise ValueError("tolerance: must be in (0, 1)")

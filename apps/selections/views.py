@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from stackselect_domain.words import grouped
 
 from apps.selections import charts, published_nearest, row_cache, selectors, services
 from apps.selections.api.serializers import SelectionInputSerializer
@@ -143,7 +144,7 @@ def trace_upload(request: HttpRequest, selection_id: int) -> HttpResponse:
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        messages.success(request, f"Trace {trace.name}: {trace.row_count} requests read.")
+        messages.success(request, f"Trace {trace.name}: {grouped(trace.row_count)} requests read.")
     return redirect("selections:detail", selection_id=selection.pk)
 
 

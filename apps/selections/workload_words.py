@@ -6,27 +6,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from stackselect_domain.words import grouped
+
 
 def length_text(spec: Mapping[str, Any]) -> str:
     """A length distribution in words: its kind and the figures that set it."""
     kind = spec.get("kind")
     if kind == "fixed":
-        return f"{_tokens(spec['value'])} tokens"
+        return f"{grouped(spec['value'])} tokens"
     if kind == "normal":
-        return f"normal, mean {_tokens(spec['mean'])}, std {_tokens(spec['std'])} tokens"
+        return f"normal, mean {grouped(spec['mean'])}, std {grouped(spec['std'])} tokens"
     if kind == "lognormal":
-        return f"lognormal, median {_tokens(spec['median'])} tokens, sigma {spec['sigma']:g}"
+        return f"lognormal, median {grouped(spec['median'])} tokens, sigma {spec['sigma']:g}"
     if kind == "empirical":
         values = spec["values"]
         mean = sum(values) / len(values)
-        return f"empirical, {len(values):,} values, mean {_tokens(mean)} tokens"
+        return f"empirical, {len(values):,} values, mean {grouped(mean)} tokens"
     return json.dumps(spec, sort_keys=True)
-
-
-def _tokens(count: float) -> str:
-    """A token count with thousands separators, as the prefix words write theirs (a million
-    tokens read "1e+06" in the general format); a fraction keeps one decimal."""
-    return f"{count:,.0f}" if float(count).is_integer() else f"{count:,.1f}"
 
 
 def arrival_text(arrival: Mapping[str, Any]) -> str:

@@ -34,8 +34,8 @@ def test_the_release_page_lists_each_tier_in_the_order_the_engine_checks_them(
 
     assert page.status_code == 200 and tiers
     lines = re.findall(r"<li>(.*?)</li>", tiers.group(1))
-    assert lines[3] == "a100-sxm-80gb: 2048 tokens, 256 sequences"
-    assert lines[-1] == "below 160 GB: 8192 tokens, 1024 sequences"
+    assert lines[3] == "a100-sxm-80gb: 2,048 tokens, 256 sequences"
+    assert lines[-1] == "below 160 GB: 8,192 tokens, 1,024 sequences"
 
 
 def test_a_release_without_tiers_shows_no_tier_row(catalog, alice_client) -> None:

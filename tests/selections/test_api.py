@@ -78,11 +78,11 @@ def test_a_shared_prefix_longer_than_every_prompt_is_a_400_on_prefix_tokens(
 
     assert fixed.status_code == 400
     assert fixed.json()["workload"]["prefix_tokens"] == [
-        "The shared prefix (5000 tokens) is longer than any prompt (1024 tokens at most); "
+        "The shared prefix (5,000 tokens) is longer than any prompt (1,024 tokens at most); "
         "it is the start of a prompt."
     ]
     assert unbounded.status_code == 201  # some of its prompts are longer than the prefix
-    assert capped.status_code == 400 and "4096 tokens at most" in str(capped.json())
+    assert capped.status_code == 400 and "4,096 tokens at most" in str(capped.json())
     assert Selection.objects.count() == 1
 
 
@@ -96,8 +96,8 @@ def test_a_maximum_context_below_the_longest_request_is_a_400_on_max_context(
 
     assert short.status_code == 400
     assert short.json()["workload"]["max_context"] == [
-        "The maximum context (1000 tokens) is below the longest request the lengths allow "
-        "(1280 tokens of input and output)."
+        "The maximum context (1,000 tokens) is below the longest request the lengths allow "
+        "(1,280 tokens of input and output)."
     ]
     assert exact.status_code == 201
 
@@ -607,7 +607,7 @@ def test_a_load_too_long_to_simulate_is_refused_on_the_output_length(catalog, al
 
     assert response.status_code == 400
     message = response.json()["osl"][0]
-    assert "1000 requests of 16000 output tokens" in message
+    assert "1,000 requests of 16,000 output tokens" in message
     assert "more than 4,000,000 engine steps" in message
 
 
@@ -617,10 +617,10 @@ def test_the_estimate_refuses_lengths_past_the_models_context_on_the_field(catal
 
     assert prompt.status_code == 400
     assert prompt.json() == {
-        "isl": ["The input length exceeds the 131072-token context of Llama-3.1-70B."]
+        "isl": ["The input length exceeds the 131,072-token context of Llama-3.1-70B."]
     }
     assert both.status_code == 400
-    assert "Input plus output (131256 tokens) exceeds" in both.json()["osl"][0]
+    assert "Input plus output (131,256 tokens) exceeds" in both.json()["osl"][0]
 
 
 def test_the_estimate_refuses_an_unknown_engine_with_a_field_error(catalog, alice_client):

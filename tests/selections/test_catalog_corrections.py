@@ -154,7 +154,7 @@ def test_lengths_past_the_models_context_are_a_400_on_the_field(
 
     errors = response.json()["workload"]
     assert response.status_code == 400
-    assert "131256 tokens) exceeds the 131072-token context" in errors["osl"]["value"][0]
+    assert "131,256 tokens) exceeds the 131,072-token context" in errors["osl"]["value"][0]
     assert "max_context" in errors
     assert not Selection.objects.exists()
 

@@ -71,7 +71,7 @@ def test_32_sequences_of_8k_on_one_h200_are_flagged_with_the_number_that_fit_and
     fit, with_fp8 = _sequences(vllm, "bf16"), _sequences(vllm, "fp8")
     assert 10 < fit < 32 <= with_fp8  # 70.6 GB of FP8 weights leave room for about 19 of 2.7 GB
     assert row.estimate["memory"]["max_concurrent_sequences"] == fit
-    assert f"so {fit} sequences of 8192 tokens fit" in hint["message"]
+    assert f"so {fit} sequences of 8,192 tokens fit" in hint["message"]
     assert "keeps 32 in flight (32 concurrent clients)" in hint["message"]
     fp8 = rf"FP8 KV cache \(kv_fp8 stable in vLLM\) would hold {with_fp8} \(enough\)"
     assert re.search(fp8, hint["message"])
@@ -95,7 +95,7 @@ def test_a_shared_prefix_the_engine_caches_is_held_once_when_counting_what_fits(
     tokens = row.estimate["memory"]["kv_capacity_tokens"]
     held = (tokens - 6144) // (8192 - 6144)
     assert 32 < held < 128
-    fits = f"so {held} sequences of 8192 tokens fit at once, each shared prefix held once"
+    fits = f"so {held} sequences of 8,192 tokens fit at once, each shared prefix held once"
     assert fits in hint["message"]
     assert row.estimate["memory"]["shared_prefix_sequences"] == held
     # the analytic TTFT computes the rest of each prompt, and the row says so

@@ -104,6 +104,10 @@ def test_the_candidate_page_lists_ranked_stacks_reasons_and_the_goodput_chart(
     assert goodput["layout"]["title"]["text"] == "Predicted SLO goodput (simulated)"
     assert 'data-code="hardware_unsupported"' in page
     assert "req/s per GPU" in page
+    # KV capacities are written as every message writes a count, grouped by thousands
+    kv = selection.candidates.filter(outcome="kept").first().estimate["memory"]
+    assert kv["kv_capacity_tokens"] >= 1000
+    assert f"KV {kv['kv_capacity_tokens']:,} tokens ({kv['max_concurrent_sequences']:,} " in page
 
 
 def test_the_goodput_chart_draws_each_distinct_curve_once_with_its_layers_named(
@@ -454,5 +458,5 @@ def test_a_simulated_capacity_is_shown_with_its_band_and_whether_the_band_covers
     for candidate in simulated:
         scheduler = candidate.estimate["scheduler"]
         assert scheduler["note"].startswith("scheduled as "), scheduler
-        assert f"{scheduler['max_num_batched_tokens']} tokens per step" in scheduler["note"]
+        assert f"{scheduler['max_num_batched_tokens']:,} tokens per step" in scheduler["note"]
     assert page.count('data-field="scheduler"') == min(len(simulated), 50)

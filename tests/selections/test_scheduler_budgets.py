@@ -170,10 +170,10 @@ def test_the_scheduler_record_says_where_each_budget_comes_from(catalog) -> None
 
     assert (tiered["max_num_batched_tokens"], tiered["max_num_seqs"]) == (2048, 256)
     assert tiered["note"] == (
-        "scheduled as vLLM 0.33.0 schedules: 2048 tokens per step (its default on the NVIDIA "
+        "scheduled as vLLM 0.33.0 schedules: 2,048 tokens per step (its default on the NVIDIA "
         "L40S), 256 sequences (its default on the NVIDIA L40S)"
     )
-    assert "8192 tokens per step (its recorded default)" in recorded["note"]
+    assert "8,192 tokens per step (its recorded default)" in recorded["note"]
     assert f"{FALLBACK_MAX_SEQS} sequences (not recorded: our fallback)" in partly["note"]
     assert no_engine["note"].startswith("no engine named: our fallback budgets")
 

@@ -62,7 +62,7 @@ def test_the_max_rate_moves_by_less_than_five_percent_when_the_run_is_four_times
 def test_a_burst_sized_search_is_refused():
     cost, config = _replica()
 
-    with pytest.raises(ValueError, match="at least 1000 requests"):
+    with pytest.raises(ValueError, match="at least 1,000 requests"):
         steady_max_rate(WORKLOAD, n=150, seed=7, step_time=cost, config=config, slo=SLO_CHAT)
 
 
@@ -82,7 +82,7 @@ def test_a_short_run_is_marked_not_stationary():
 
     found = stationarity(rows)
 
-    assert not found.stationary and "at least 1000" in found.reason
+    assert not found.stationary and "at least 1,000" in found.reason
 
 
 def test_an_open_loop_rate_far_above_capacity_grows_its_queue_and_is_not_stationary():

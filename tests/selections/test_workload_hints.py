@@ -62,7 +62,7 @@ def test_pd_is_worth_trying_for_long_prompts_and_outputs_with_tight_tails_on_8_g
     eight = [row for row in kept if row.stack["gpu_count"] == 8]
     worth = [m for row in eight for m in _hints(row, "pd_disaggregation")]
     assert worth, [row.hints for row in eight]
-    assert "8192-token prompts and 1024-token outputs" in worth[0]
+    assert "8,192-token prompts and 1,024-token outputs" in worth[0]
     assert "p99 TPOT target of 40 ms" in worth[0] and "these 8 GPUs" in worth[0]
 
 
@@ -97,7 +97,7 @@ def test_prefix_hints_say_how_each_engine_really_reuses_a_shared_prefix(
     rows = _by_engine(_kept(alice, acme, goal_payload))
 
     (vllm,) = _hints(rows["vllm"], "prefix_reuse")
-    assert "blocks of 16 tokens" in vllm and "about 992 of the 1000 tokens" in vllm
+    assert "blocks of 16 tokens" in vllm and "about 992 of the 1,000 tokens" in vllm
     (sglang,) = _hints(rows["sglang"], "prefix_reuse")
     assert "radix tree" in sglang and "on by default" in sglang
     (lmdeploy,) = _hints(rows["lmdeploy"], "prefix_reuse_opt_in")
@@ -188,7 +188,7 @@ def test_tensorrt_llm_is_told_it_refuses_prompts_over_its_budget_and_vllm_is_not
     (message,) = _hints(engines["tensorrt-llm"], "refused_unchunked")
     share = float(message.split("% of the goal's prompts do")[0].rsplit(" ", 1)[1])
     assert 40 < share < 60, message
-    assert "whose prompt exceeds its 8192-token step budget on the NVIDIA H100 SXM" in message
+    assert "whose prompt exceeds its 8,192-token step budget on the NVIDIA H100 SXM" in message
     assert "Enable chunked prefill or raise the budget" in message
     assert not _hints(engines["vllm"], "refused_unchunked")
 

@@ -1,5 +1,6 @@
-"""A nested document (a plan's identity, a job's stack, a runner's probe) as table rows, so
-pages show it as a table of named values rather than as a Python dict."""
+"""Figures and documents as pages show them: a nested document (a plan's identity, a job's
+stack, a runner's probe) as table rows of named values rather than a Python dict, and counts and
+errors in the wording the messages use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
+from stackselect_domain.words import grouped
 
 register = template.Library()
 
@@ -50,3 +52,11 @@ def signed_percent(fraction: Any) -> str:
     if isinstance(fraction, bool) or not isinstance(fraction, int | float):
         return "—"
     return f"{fraction * 100:+.0f}%"
+
+
+@register.filter(name="grouped")
+def grouped_filter(count: Any) -> str:
+    """A count as every message writes it (16,384); "—" when missing."""
+    if isinstance(count, bool) or not isinstance(count, int | float):
+        return "—"
+    return grouped(count)

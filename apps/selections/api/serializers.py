@@ -17,6 +17,7 @@ from stackselect_domain.vocabulary import (
     LENGTH_KINDS,
     PRECISION_WORDS,
 )
+from stackselect_domain.words import grouped
 from stackselect_domain.workload import MAX_TOKENS, parse_length
 
 from apps.catalog.choices import AttentionKind, EngineKind, Maturity, PublishedScenario
@@ -254,7 +255,7 @@ def _longest(length: dict[str, Any]) -> float:
 
 
 def _exceeds(limit: int, name: str) -> str:
-    return f"exceeds the {limit}-token context of {name}"
+    return f"exceeds the {grouped(limit)}-token context of {name}"
 
 
 def _stated_bound(length: dict[str, Any]) -> int | None:
@@ -277,7 +278,8 @@ def _prefix_errors(share: float, tokens: int, longest: int | None) -> dict[str, 
         return {"prefix_tokens": ["A shared prefix needs its length when prefix_share is above 0."]}
     if longest is not None and tokens > longest:
         message = (
-            f"The shared prefix ({tokens} tokens) is longer than any prompt ({longest} "
+            f"The shared prefix ({grouped(tokens)} tokens) is longer than any prompt "
+            f"({grouped(longest)} "
             f"token{pluralize(longest)} at most); it is the start of a prompt."
         )
         return {"prefix_tokens": [message]}
@@ -295,8 +297,8 @@ def _max_context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     if stated >= longest:
         return {}
     message = (
-        f"The maximum context ({stated} tokens) is below the longest request the lengths allow "
-        f"({longest} tokens of input and output)."
+        f"The maximum context ({grouped(stated)} tokens) is below the longest request the "
+        f"lengths allow ({grouped(longest)} tokens of input and output)."
     )
     return {"max_context": [message]}
 
@@ -317,7 +319,7 @@ def _context_errors(attrs: dict[str, Any]) -> dict[str, Any]:
     total = _longest(attrs["isl"]) + _longest(attrs["osl"])
     if not errors and total > limit:
         field = next(k for k in ("value", "mean", "median", "max", "values") if k in attrs["osl"])
-        errors["osl"] = {field: [f"Input plus output ({total:g} tokens) {too_long}."]}
+        errors["osl"] = {field: [f"Input plus output ({grouped(total)} tokens) {too_long}."]}
     if attrs.get("max_context") and attrs["max_context"] > limit:
         errors["max_context"] = [f"The maximum context {too_long}."]
     if attrs["prefix_tokens"] > limit:
@@ -749,7 +751,7 @@ class EstimateInputSerializer(serializers.Serializer):
         if limit and attrs["isl"] + attrs["osl"] > limit:
             total = attrs["isl"] + attrs["osl"]
             raise serializers.ValidationError(
-                {"osl": f"Input plus output ({total} tokens) {_exceeds(limit, name)}."}
+                {"osl": f"Input plus output ({grouped(total)} tokens) {_exceeds(limit, name)}."}
             )
         backend = attrs.get("backend")
         if backend and attrs.get("engine"):

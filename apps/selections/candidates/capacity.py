@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stackselect_domain.slo import request_ms, requests_in_flight
+from stackselect_domain.words import grouped
 
 from apps.catalog.choices import Maturity, MemoryBasis
 from apps.catalog.models import EngineRelease
@@ -217,8 +218,8 @@ def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
     )
     message = (
         f"By the estimator's memory model (predicted, not measured), the KV cache holds "
-        f"{memory.kv_capacity_tokens} tokens per replica, so {held} "
-        f"sequences of {goal.isl + goal.osl} tokens fit at once{shared} (memory rule "
+        f"{grouped(memory.kv_capacity_tokens)} tokens per replica, so {held} "
+        f"sequences of {grouped(goal.isl + goal.osl)} tokens fit at once{shared} (memory rule "
         f"{rule.describe()}); the load keeps {needed} in flight ({how})."
     )
     fixes = _suggestions(verdict, judge, needed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from stackselect_domain.words import grouped
 from stackselect_domain.workload import generate_requests
 
 from apps.catalog.choices import MATURITY_RANK, EngineKind, Maturity, maturity_meets
@@ -293,8 +294,8 @@ class Judge:
         model_limit = goal.model.max_context
         if goal.max_context and model_limit and goal.max_context > model_limit:
             message = (
-                f"The workload needs {goal.max_context} tokens of context; "
-                f"{goal.model.name} takes at most {model_limit}."
+                f"The workload needs {grouped(goal.max_context)} tokens of context; "
+                f"{goal.model.name} takes at most {grouped(model_limit)}."
             )
             reasons.append(Reason(CONTEXT_EXCEEDS_MODEL, message))
         if not memory.fits:
@@ -304,8 +305,8 @@ class Judge:
             reasons.append(Reason(MEMORY_INSUFFICIENT, message))
         elif goal.max_context and memory.kv_capacity_tokens < goal.max_context:
             message = (
-                f"The KV cache holds {memory.kv_capacity_tokens} tokens per replica, less than "
-                f"one request at the maximum context of {goal.max_context}."
+                f"The KV cache holds {grouped(memory.kv_capacity_tokens)} tokens per replica, "
+                f"less than one request at the maximum context of {grouped(goal.max_context)}."
             )
             reasons.append(Reason(MEMORY_INSUFFICIENT, message))
         return reasons

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from stackselect_domain.words import grouped
+
 from apps.catalog.choices import Maturity, PrefixCacheKind, ProjectStatus, UnchunkedLimit
 from apps.selections.candidates.capacity import kv_capacity_hint
 from apps.selections.candidates.filters import Judge
@@ -69,7 +71,7 @@ def _disaggregation(goal: Goal, verdict: Verdict, judge: Judge) -> Reason | None
     if stack.gpu_count < 2 or prefill_ms is None:
         return None
     duty = _prefill_duty(goal, stack, prefill_ms)
-    lengths = f"{goal.isl}-token prompts and {goal.osl}-token outputs on average"
+    lengths = f"{grouped(goal.isl)}-token prompts and {grouped(goal.osl)}-token outputs on average"
     method = _method(latency)
     load = (
         f"at {goal.target_rate_rps * goal.peak_factor:g} req/s prefills of {prefill_ms:.0f} ms "
@@ -115,7 +117,7 @@ def _prefix_reuse(goal: Goal, stack: Stack, judge: Judge) -> Reason | None:
         return None
     release, engine = stack.release, stack.release.engine.name
     tokens = workload.prefix_tokens
-    shared = f"{workload.prefix_share:.0%} of requests share a {tokens}-token prefix"
+    shared = f"{workload.prefix_share:.0%} of requests share a {grouped(tokens)}-token prefix"
     window = ""
     if goal.model.attention_kind == "sliding" and goal.model.sliding_window:
         window = (
@@ -137,20 +139,20 @@ def _prefix_reuse(goal: Goal, stack: Stack, judge: Judge) -> Reason | None:
             "prefix_reuse_opt_in",
             f"{shared}; {engine} can reuse it, but prefix caching is off by default "
             "(enable_prefix_caching=False): start it with --enable-prefix-caching, or every "
-            f"prefill repeats those {tokens} tokens.{window}",
+            f"prefill repeats those {grouped(tokens)} tokens.{window}",
         )
     if kind == PrefixCacheKind.HASH_BLOCKS:
         block = release.kv_block_size or 16
         reused = tokens // block * block
         message = (
             f"{shared}; {engine} keys KV blocks of {block} tokens by a chained hash (on by "
-            f"default) and reuses whole blocks only, so about {reused} of the {tokens} tokens "
-            "skip prefill."
+            f"default) and reuses whole blocks only, so about {grouped(reused)} of the "
+            f"{grouped(tokens)} tokens skip prefill."
         )
     elif kind == PrefixCacheKind.RADIX_TREE:
         message = (
             f"{shared}; {engine} finds it in a radix tree of cached prefixes (on by default) "
-            f"and skips prefill for the matched {tokens} tokens while they stay cached."
+            f"and skips prefill for the matched {grouped(tokens)} tokens while they stay cached."
         )
     elif kind == PrefixCacheKind.PER_SLOT:
         message = (
@@ -162,7 +164,7 @@ def _prefix_reuse(goal: Goal, stack: Stack, judge: Judge) -> Reason | None:
         return Reason(
             "no_prefix_reuse",
             f"{shared}, but the catalog records no prefix-cache behaviour for {engine}: assume "
-            f"each prefill repeats those {tokens} tokens until measured.",
+            f"each prefill repeats those {grouped(tokens)} tokens until measured.",
         )
     return Reason("prefix_reuse", message + window)
 
@@ -261,10 +263,10 @@ def _refused_unchunked(stack: Stack, judge: Judge) -> Reason | None:
     return Reason(
         "refused_unchunked",
         f"{release} does not chunk prompts by default and refuses a request whose {over} its "
-        f"{budget}-token step budget on the {stack.accelerator.name}: {share:.1%} of the goal's "
-        f"{counted} do (of {len(prompts)} drawn from its workload). Enable chunked prefill or "
-        "raise the budget before benchmarking it; the simulated figures count those requests as "
-        "refused.",
+        f"{grouped(budget)}-token step budget on the {stack.accelerator.name}: {share:.1%} of the "
+        f"goal's {counted} do (of {grouped(len(prompts))} drawn from its workload). Enable chunked "
+        "prefill or raise the budget before benchmarking it; the simulated figures count those "
+        "requests as refused.",
     )
 
 
