@@ -21,7 +21,7 @@ def length_text(spec: Mapping[str, Any]) -> str:
     if kind == "empirical":
         values = spec["values"]
         mean = sum(values) / len(values)
-        return f"empirical, {len(values):,} values, mean {grouped(mean)} tokens"
+        return f"empirical, {grouped(len(values))} values, mean {grouped(mean)} tokens"
     return json.dumps(spec, sort_keys=True)
 
 
@@ -49,8 +49,8 @@ def sharing_text(workload: Mapping[str, Any]) -> str:
     and multi-turn conversations; "no shared prefix" when nothing is stated."""
     share = float(workload.get("prefix_share") or 0)
     parts = [
-        f"{share:.0%} of prompts open with a shared {int(workload.get('prefix_tokens') or 0):,}"
-        "-token prefix"
+        f"{share:.0%} of prompts open with a shared "
+        f"{grouped(int(workload.get('prefix_tokens') or 0))}-token prefix"
         if share > 0
         else "no shared prefix"
     ]
