@@ -33,7 +33,7 @@ def _rows(value: Any, key: str) -> list[tuple[str, str]]:
         if all(not isinstance(item, Mapping | list | tuple) for item in value):
             return [(key, ", ".join(_text(item) for item in value) or "—")]
         rows = []
-        for index, item in enumerate(value, start=1):
+        for index, item in enumerate(value):
             rows += _rows(item, f"{key}[{index}]")
         return rows
     return [(key, _text(value))]
@@ -42,7 +42,8 @@ def _rows(value: Any, key: str) -> list[tuple[str, str]]:
 @register.filter
 def fact_rows(document: Any) -> list[tuple[str, str]]:
     """(dotted name, value) per leaf: {"engine": {"name": "vllm"}} gives ("engine.name",
-    "vllm"); a list of plain values is one row, a list of objects numbers its items."""
+    "vllm"); a list of plain values is one row, a list of objects numbers its items from 0, as
+    the API's JSON and its field errors do ("load_points[0].rate_rps")."""
     return _rows(document, "")
 
 
