@@ -220,9 +220,8 @@ def scheduler_record(release: EngineRelease | None, accelerator: Accelerator) ->
         "max_num_batched_tokens": budgets.max_num_batched_tokens,
         "max_num_seqs": budgets.max_num_seqs,
         "note": f"scheduled as {release} schedules: {grouped(budgets.max_num_batched_tokens)} "
-        "tokens per "
-        f"step ({origin('max_num_batched_tokens')}), {grouped(budgets.max_num_seqs)} sequences "
-        f"({origin('max_num_seqs')})",
+        f"tokens per step ({origin('max_num_batched_tokens')}), "
+        f"{grouped(budgets.max_num_seqs)} sequences ({origin('max_num_seqs')})",
     }
 
 

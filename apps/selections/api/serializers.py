@@ -279,8 +279,7 @@ def _prefix_errors(share: float, tokens: int, longest: int | None) -> dict[str, 
     if longest is not None and tokens > longest:
         message = (
             f"The shared prefix ({grouped(tokens)} tokens) is longer than any prompt "
-            f"({grouped(longest)} "
-            f"token{pluralize(longest)} at most); it is the start of a prompt."
+            f"({grouped(longest)} token{pluralize(longest)} at most); it is the start of a prompt."
         )
         return {"prefix_tokens": [message]}
     return {}
