@@ -153,7 +153,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
             enough = "enough" if held >= needed else "still short"
             found.append(
                 f"an FP8 KV cache (kv_fp8 {cell.maturity} in {stack.release.engine.name}) "
-                f"would hold {held} ({enough})"
+                f"would hold {grouped(held)} ({enough})"
             )
     tensor = judge.snapshot.cell(stack.release, "tensor_parallel", accelerator=stack.accelerator)
     wider_tp = tensor is not None and tensor.maturity not in _REFUSING
@@ -167,7 +167,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
             past = (
                 f", past the goal's {goal.max_gpus}-GPU limit" if wider.gpus > goal.max_gpus else ""
             )
-            found.append(f"tp{tp} ({wider.gpus} GPUs{past}) would hold {held}")
+            found.append(f"tp{tp} ({wider.gpus} GPUs{past}) would hold {grouped(held)}")
             break
     memory = judge.memory_of(stack)
     per_replica = held_sequences(goal, stack, memory) if isinstance(memory, MemoryEstimate) else 0
@@ -178,7 +178,7 @@ def _suggestions(verdict: Verdict, judge: Judge, needed: int) -> list[str]:
         gpus = units * layout.unit_gpus
         what = "replicas" if layout.replicas_run_alone else "expert groups"
         found.append(
-            f"{units} {what} of this layout ({gpus} GPUs) would hold {needed}"
+            f"{units} {what} of this layout ({gpus} GPUs) would hold {grouped(needed)}"
             + _sized_beyond(verdict.estimate or {}, gpus)
         )
     return found
@@ -218,9 +218,9 @@ def kv_capacity_hint(verdict: Verdict, judge: Judge) -> Reason | None:
     )
     message = (
         f"By the estimator's memory model (predicted, not measured), the KV cache holds "
-        f"{grouped(memory.kv_capacity_tokens)} tokens per replica, so {held} "
+        f"{grouped(memory.kv_capacity_tokens)} tokens per replica, so {grouped(held)} "
         f"sequences of {grouped(goal.isl + goal.osl)} tokens fit at once{shared} (memory rule "
-        f"{rule.describe()}); the load keeps {needed} in flight ({how})."
+        f"{rule.describe()}); the load keeps {grouped(needed)} in flight ({how})."
     )
     fixes = _suggestions(verdict, judge, needed)
     if fixes:
