@@ -12,6 +12,7 @@ from django.template.defaultfilters import pluralize
 from apps.audit.models import AuditEvent
 from apps.catalog.models import Accelerator
 from apps.selections import services
+from apps.selections.templatetags.bands import RANKED_BY_WORDS
 from tests.selections.helpers import create_selection
 
 pytestmark = pytest.mark.django_db
@@ -221,6 +222,8 @@ def test_two_to_four_chosen_candidates_are_compared_side_by_side(wide, alice_cli
     assert page.count('data-field="backends"') == count
     assert page.count('data-field="estimate"') == count
     assert "method: " in page
+    ranked_by = picks[0].estimate["ranked_by"]
+    assert f"ranked by {RANKED_BY_WORDS[ranked_by]}" in page and f"by {ranked_by}" not in page
 
 
 def test_the_compare_view_names_the_method_beside_each_gpu_count(wide, alice_client):

@@ -104,6 +104,7 @@ def test_the_candidate_page_lists_ranked_stacks_reasons_and_the_goodput_chart(
     assert goodput["layout"]["title"]["text"] == "Predicted SLO goodput (simulated)"
     assert 'data-code="hardware_unsupported"' in page
     assert "req/s per GPU" in page
+    assert "seed, SLO goodput per GPU ranks the list." in page  # words, not the API's key
     # KV capacities are written as every message writes a count, grouped by thousands
     kv = selection.candidates.filter(outcome="kept").first().estimate["memory"]
     assert kv["kv_capacity_tokens"] >= 1000

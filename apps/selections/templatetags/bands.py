@@ -1,5 +1,5 @@
-"""Fixed wording kept in one place for the pages and the exported record: the error bands, and
-how a goal's simulated replicas read against their analytic figure.
+"""Fixed wording kept in one place for the pages and the exported record: the error bands, how
+a goal's simulated replicas read against their analytic figure, and what ranks a list.
 
 It lives in this tag module so that the candidate rows' cache key, which holds the source of
 every tag library the rows load, changes with it."""
@@ -22,6 +22,19 @@ OUTSIDE_BAND = (
 @register.simple_tag
 def outside_band() -> str:
     return OUTSIDE_BAND
+
+
+# The figure a list is ranked by (Candidate.estimate["ranked_by"], a key the API gives as is).
+RANKED_BY_WORDS = {
+    "goodput_per_gpu_rps": "SLO goodput per GPU",
+    "requests_per_dollar": "requests per dollar at the SLO",
+}
+
+
+@register.filter
+def ranked_by_words(key: str | None) -> str:
+    """The ranking key in words; a key without words shows as itself rather than vanishing."""
+    return RANKED_BY_WORDS.get(key or "goodput_per_gpu_rps", str(key))
 
 
 def simulated_share_words(share: Mapping[str, Any]) -> str:
