@@ -10,7 +10,7 @@ the last chunk is in, from every stored sample.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +18,6 @@ from django.db import connection
 from stackselect_domain.identity import fingerprint
 
 from apps.benchmarks.models import JobAttempt, ResultUpload
-from apps.benchmarks.plan_identity import plan_workload
 from apps.benchmarks.results import gunzip_limited
 from apps.evidence.choices import RunSource
 from apps.evidence.models import EvidenceRun, LoadPointResult
@@ -69,12 +68,17 @@ def _run_for(upload: ResultUpload, document: Mapping[str, Any]) -> EvidenceRun:
     )
 
 
-def _requested_lengths(plan_identity: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    try:
-        workload = plan_workload(plan_identity.get("workload") or {})
-    except (ValueError, KeyError, TypeError):
+def _requested_lengths(requests: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """The mean lengths of the plan's own request schedule, which the runner sends whole at each
+    load point: a small schedule's draw sits off its distribution's mean (12 requests of a
+    128-token mean drew 120), and the engine is judged on what it was asked for."""
+    if not requests:
         return None, None
-    return workload.input_length.mean(), workload.output_length.mean()
+    count = len(requests)
+    return (
+        sum(request["input_tokens"] for request in requests) / count,
+        sum(request["output_tokens"] for request in requests) / count,
+    )
 
 
 def _result_for(
@@ -82,7 +86,7 @@ def _result_for(
 ) -> LoadPointResult:
     result = LoadPointResult.objects.filter(run=run, index=upload.load_point_index).first()
     if result is None:
-        isl, osl = _requested_lengths(upload.job.plan.identity)
+        isl, osl = _requested_lengths(upload.job.plan.requests)
         return LoadPointResult.objects.create(
             run=run,
             index=upload.load_point_index,

@@ -17,14 +17,19 @@ from apps.benchmarks.plan_identity import (
     build_identity,
     identity_fingerprint,
     normalise_load_points,
+    plan_workload,
+    request_schedule,
 )
 from apps.evidence.ingest import ingest_upload
 from apps.selections.models import Selection
 from tests.benchmarks.factories import WORKLOAD, catalog, selection_with_candidates
+from tests.evidence.samples import streamed
 
 __all__ = [
+    "answered",
     "attempt_for",
     "catalog",
+    "drawn_outputs_plan",
     "measured_attempt",
     "plan_for",
     "result_upload",
@@ -39,8 +44,10 @@ def plan_for(
     request_count: int = 20,
     run_mode: str = RunMode.MEASURED,
     seed: int = 0,
+    workload: dict[str, Any] = WORKLOAD,
 ) -> BenchmarkPlan:
-    """A plan measured on the stacks' engines, or a dry run with `run_mode="simulated"`."""
+    """A plan measured on the stacks' engines, or a dry run with `run_mode="simulated"`, with
+    its fixed-seed request schedule as plan creation stores it."""
     options = PlanOptions(
         run_mode=run_mode, request_count=request_count, load_points=tuple(load_points), seed=seed
     )
@@ -53,7 +60,7 @@ def plan_for(
         },
         precision="bf16",
         kv_dtype="bf16",
-        workload=WORKLOAD,
+        workload=workload,
         options=options,
         load_points=points,
         search=None,
@@ -67,7 +74,7 @@ def plan_for(
         identity=identity,
         identity_fingerprint=identity_fingerprint(identity),
         load_points=points,
-        requests=[],
+        requests=request_schedule(plan_workload(workload), count=request_count, seed=seed),
     )
 
 
@@ -138,3 +145,30 @@ def measured_attempt(
         with transaction.atomic():
             ingest_upload(upload=result_upload(attempt, records, load_point=point))
     return attempt
+
+
+# Output lengths drawn from a distribution: eight draws at seed 0 average 139 tokens, not 128.
+DRAWN_OUTPUTS = {"kind": "normal", "mean": 128, "std": 32, "min": 16, "max": 256}
+
+
+def drawn_outputs_plan(selection: Selection) -> BenchmarkPlan:
+    """A plan of eight requests whose output lengths sit off their distribution's mean."""
+    return plan_for(
+        selection,
+        load_points=[{"rate_rps": 1.0}],
+        request_count=8,
+        workload={**WORKLOAD, "osl": DRAWN_OUTPUTS},
+    )
+
+
+def answered(plan: BenchmarkPlan, share: float = 1.0) -> list[dict[str, Any]]:
+    """Records of every scheduled request: its prompt as asked, `share` of its output streamed."""
+    return [
+        streamed(
+            request["index"],
+            ttft_s=0.1,
+            gaps=[0.01] * (max(1, int(request["output_tokens"] * share)) - 1),
+            input_tokens=request["input_tokens"],
+        )
+        for request in plan.requests
+    ]

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import csv
 import io
+from statistics import mean
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.evidence.factories import measured_attempt, plan_for
+from tests.evidence.factories import (
+    DRAWN_OUTPUTS,
+    answered,
+    drawn_outputs_plan,
+    measured_attempt,
+    plan_for,
+)
 from tests.evidence.samples import failed, record, streamed
 
 API = "/api/v1/selections/{}/evidence/"
@@ -90,6 +97,23 @@ def test_a_load_point_over_the_plans_error_budget_is_flagged_on_the_page_and_in_
     page = alice_client.get(PAGE.format(selection.pk)).content.decode()
     assert page.count("data-error-budget") == len(plan.load_points)
     assert "17% failed, over the plan's 5%" in page
+
+
+def test_a_load_point_is_judged_against_the_lengths_its_own_schedule_asked_for(
+    alice_client, selection, candidates
+):
+    plan = drawn_outputs_plan(selection)
+    asked = mean(request["output_tokens"] for request in plan.requests)
+    assert abs(asked - DRAWN_OUTPUTS["mean"]) > 0.05 * DRAWN_OUTPUTS["mean"]
+    measured_attempt(plan, candidates[0], answered(plan))  # every length as asked
+    measured_attempt(plan, candidates[1], answered(plan, share=0.5))  # outputs cut short
+
+    body = alice_client.get(API.format(selection.pk)).json()
+
+    points = {entry["candidate_id"]: entry["load_points"][0] for entry in body["candidates"]}
+    exact, short = points[candidates[0].pk], points[candidates[1].pk]
+    assert (exact["isl_off_target"], exact["osl_off_target"]) == (False, False)
+    assert (short["isl_off_target"], short["osl_off_target"]) == (False, True)
 
 
 def test_charlie_cannot_read_alices_evidence(charlie_client, selection, plan, candidates):
