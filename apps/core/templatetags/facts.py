@@ -39,6 +39,11 @@ def _rows(value: Any, key: str) -> list[tuple[str, str]]:
     return [(key, _text(value))]
 
 
+def _is_number(value: Any) -> bool:
+    """A figure to format; a bool is not one, though Python counts it an int."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @register.filter
 def fact_rows(document: Any) -> list[tuple[str, str]]:
     """(dotted name, value) per leaf: {"engine": {"name": "vllm"}} gives ("engine.name",
@@ -50,14 +55,10 @@ def fact_rows(document: Any) -> list[tuple[str, str]]:
 @register.filter
 def signed_percent(fraction: Any) -> str:
     """A relative error as a signed percentage (-0.47 gives "-47%"); "—" when missing."""
-    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
-        return "—"
-    return f"{fraction * 100:+.0f}%"
+    return f"{fraction * 100:+.0f}%" if _is_number(fraction) else "—"
 
 
 @register.filter(name="grouped")
 def grouped_filter(count: Any) -> str:
     """A count as every message writes it (16,384); "—" when missing."""
-    if isinstance(count, bool) or not isinstance(count, int | float):
-        return "—"
-    return grouped(count)
+    return grouped(count) if _is_number(count) else "—"
